@@ -1,0 +1,32 @@
+import type { Signed } from './crypto.js';
+
+/** A caller-authentication audit event (spec 6), signed by the service. */
+export interface AuthEvent {
+  eventId: string;
+  kind: 'caller-authentication';
+  callerId: string | null;
+  route: string;
+  method: string;
+  outcome: 'SUCCESS' | 'FAILURE';
+  occurredAt: string;
+}
+
+/** A governance audit event: who proposed or decided what, and when. */
+export interface GovernanceEvent {
+  eventId: string;
+  kind: 'governance';
+  callerId: string;
+  action: 'propose' | 'approve' | 'reject';
+  subjectType: string;
+  subjectId: string;
+  summary: string;
+  occurredAt: string;
+}
+
+export type AuditEvent = AuthEvent | GovernanceEvent;
+
+export interface AuditEventStore {
+  /** Durable on return; a failure must surface so the caller can fail closed. */
+  append(event: Signed<AuditEvent>): Promise<void>;
+  list(query: { callerId?: string; limit: number; before?: string; kind?: AuditEvent['kind'] }): Promise<Signed<AuditEvent>[]>;
+}

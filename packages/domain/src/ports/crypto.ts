@@ -1,0 +1,50 @@
+/**
+ * What the domain needs from cryptography. The implementations (RFC 8785 canonical JSON,
+ * SHA-256, Ed25519, ML-DSA-65) live in adapters-crypto; the domain never touches key material.
+ */
+
+/** Signature fields carried by every signed object (CONTRACT "Signed records"). */
+export interface SignatureFields {
+  keyId: string;
+  signature: string;
+  pqKeyId?: string;
+  pqSignature?: string;
+}
+
+export type Signed<T> = T & SignatureFields;
+
+export interface Hasher {
+  /** Lower-case hex SHA-256 of the RFC 8785 canonical JSON of `value`. */
+  contentHash(value: unknown): string;
+  /** Lower-case hex SHA-256 of a UTF-8 string. */
+  sha256Hex(text: string): string;
+  /** RFC 8785 canonical JSON. */
+  canonicalize(value: unknown): string;
+}
+
+/**
+ * Signs records with the service's active key(s). The signature covers the canonical JSON of the
+ * object with `signature` and `pqSignature` removed, so `keyId` and `pqKeyId` are signed too.
+ */
+export interface Signer {
+  sign<T extends object>(record: T): Promise<Signed<T>>;
+  /** Base64 signature(s) over a detached string (used for the execution chain). */
+  signText(text: string): Promise<SignatureFields>;
+}
+
+export interface RecordVerification {
+  valid: boolean;
+  keyId?: string;
+  errors: string[];
+}
+
+/** Verifies records against the service's published keys (every key that ever signed). */
+export interface SignatureVerifier {
+  verify(record: unknown): RecordVerification;
+  verifyText(text: string, sig: SignatureFields): RecordVerification;
+}
+
+/** Verifies a step-up envelope signature made with a checker's own Ed25519 key (spec 2.6). */
+export interface StepUpSignatureVerifier {
+  verify(publicKeyPem: string, payload: unknown, signatureBase64: string): boolean;
+}
