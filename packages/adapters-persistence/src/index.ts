@@ -1,1 +1,3 @@
-export {};
+export * from './data-source.js';
+export * from './storage-health.js';
+export { MIGRATIONS } from './migrations/index.js';

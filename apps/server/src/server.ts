@@ -1,0 +1,81 @@
+import { mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import path from 'node:path';
+import type { DataSource } from 'typeorm';
+import { createDataSource, describeTarget, migrate, type StorageTarget } from '@ets/adapters-persistence';
+import type { HttpApp } from '@ets/adapters-http';
+import type { Logger } from '@ets/domain';
+import type { Settings } from './config/settings.js';
+import { buildContainer } from './container.js';
+import { readBuildId } from './build-info.js';
+import { TOKENS } from './tokens.js';
+
+export interface RunningServer {
+  url: string;
+  httpApp: HttpApp;
+  dataSource: DataSource;
+  /** Stops accepting, lets in-flight requests finish, closes the database. */
+  close(): Promise<void>;
+}
+
+export function storageTargetFor(settings: Settings): StorageTarget {
+  return settings.databaseUrl
+    ? { kind: 'postgres', url: settings.databaseUrl }
+    : { kind: 'sqlite', file: path.join(settings.dataDir, 'ets.sqlite') };
+}
+
+/** Opens storage, applies migrations, wires the container and listens. */
+export async function startServer(settings: Settings, logger: Logger): Promise<RunningServer> {
+  mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
+  const target = storageTargetFor(settings);
+  const dataSource = createDataSource(target);
+  await dataSource.initialize();
+  try {
+    const applied = await migrate(dataSource);
+    logger.info({ storage: describeTarget(target), applied }, 'storage ready');
+
+    const container = buildContainer({ settings, logger, dataSource, buildId: readBuildId() });
+    const httpApp = container.get<HttpApp>(TOKENS.HttpApp);
+    const server = await listen(httpApp, settings);
+    const { address, port } = server.address() as AddressInfo;
+    const host = address.includes(':') ? `[${address}]` : address;
+    const url = `http://${host}:${port}`;
+    logger.info({ url, profile: settings.profile }, 'listening');
+
+    let closing: Promise<void> | undefined;
+    const close = (): Promise<void> =>
+      (closing ??= (async () => {
+        await stopAccepting(server, settings.shutdownTimeoutMs);
+        await dataSource.destroy();
+        logger.info({}, 'stopped');
+      })());
+    return { url, httpApp, dataSource, close };
+  } catch (e) {
+    await dataSource.destroy().catch(() => undefined);
+    throw e;
+  }
+}
+
+function listen(httpApp: HttpApp, settings: Settings): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = httpApp.app.listen(settings.port, settings.host);
+    server.once('listening', () => resolve(server));
+    server.once('error', reject);
+    // Keep-alive sockets must not hold shutdown open longer than the in-flight requests need.
+    server.keepAliveTimeout = 5000;
+  });
+}
+
+/** Close the listener, let in-flight requests finish, then drop idle and (after the timeout) busy sockets. */
+function stopAccepting(server: Server, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

@@ -1,0 +1,68 @@
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { DomainError, type Logger } from '@ets/domain';
+import { errorHandler } from './middleware/error-handler.js';
+import { jsonBody } from './middleware/json-body.js';
+import { requestContext } from './middleware/request-context.js';
+import { RouteTable, type LimiterName, type RouteModule, type RouteSpec } from './route-table.js';
+
+export interface HttpAppOptions {
+  logger: Logger;
+  bodyLimitBytes: number;
+  modules: RouteModule[];
+  /** Caller authentication for `auth: 'key'` routes; sets `res.locals.caller` or fails with 401. */
+  authenticate: RequestHandler;
+  /** Rate limiters by name; a route names the one it needs (spec 8). */
+  limiters: Partial<Record<LimiterName, RequestHandler>>;
+  /** Runs after authentication, for limiters keyed by caller (the execute limiter). */
+  callerLimiters?: Partial<Record<LimiterName, RequestHandler>>;
+  /** Express `trust proxy` setting, so per-IP limits see the client behind a proxy. */
+  trustProxy?: boolean | number | string;
+}
+
+export interface HttpApp {
+  app: Express;
+  routes: readonly RouteSpec[];
+}
+
+/**
+ * Builds the Express application. Order per route: rate limit, authentication (before any body is
+ * read, spec 5.2), the per-caller limit, body parsing, the handler; then one error handler.
+ */
+export function createHttpApp(options: HttpAppOptions): HttpApp {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', options.trustProxy ?? false);
+  app.set('json escape', true);
+  app.use(requestContext(options.logger));
+
+  const table = new RouteTable();
+  for (const mod of options.modules) mod(table);
+  const body = jsonBody(options.bodyLimitBytes);
+
+  for (const route of table.routes) {
+    const chain: RequestHandler[] = [];
+    chain.push(setErrorShape(route));
+    if (route.limiter && route.auth === 'none' && options.limiters[route.limiter]) chain.push(options.limiters[route.limiter]!);
+    if (route.auth === 'key') {
+      chain.push(options.authenticate);
+      const byCaller = route.limiter && options.callerLimiters?.[route.limiter];
+      if (byCaller) chain.push(byCaller);
+    }
+    if (route.method !== 'get') chain.push(...body);
+    chain.push(async (req: Request, res: Response) => {
+      await route.handler(req, res);
+    });
+    app[route.method](route.path, ...chain);
+  }
+
+  app.use((_req: Request, _res: Response, next: NextFunction) => next(new DomainError('not_found', 'Not found.')));
+  app.use(errorHandler(options.logger));
+  return { app, routes: table.routes };
+}
+
+function setErrorShape(route: RouteSpec): RequestHandler {
+  return (_req, res, next) => {
+    res.locals.errorShape = route.errorShape ?? 'envelope';
+    next();
+  };
+}

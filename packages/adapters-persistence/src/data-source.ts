@@ -1,0 +1,82 @@
+import { DataSource } from 'typeorm';
+import { MIGRATIONS } from './migrations/index.js';
+import { ENTITY_SCHEMAS } from './entities/index.js';
+
+export type StorageTarget =
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'postgres'; url: string };
+
+export const describeTarget = (t: StorageTarget): string =>
+  t.kind === 'sqlite' ? `sqlite:${t.file}` : `postgres:${redactUrl(t.url)}`;
+
+/** A database URL may carry a password; logs and errors only ever see it redacted. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparseable url)';
+  }
+}
+
+/**
+ * One migration list and one set of entity schemas serve both databases. SQLite runs in WAL mode
+ * with synchronous=FULL so that a commit is durable when it returns (the evidence guarantees of the
+ * execution pipeline depend on it).
+ */
+export function createDataSource(target: StorageTarget): DataSource {
+  const common = {
+    entities: ENTITY_SCHEMAS,
+    migrations: MIGRATIONS,
+    migrationsTransactionMode: 'each' as const,
+    migrationsRun: false,
+    synchronize: false,
+    logging: false,
+  };
+  if (target.kind === 'sqlite') {
+    return new DataSource({
+      ...common,
+      type: 'better-sqlite3',
+      database: target.file,
+      enableWAL: true,
+      timeout: 10000,
+      prepareDatabase: (db: { pragma(s: string): unknown }) => {
+        db.pragma('synchronous = FULL');
+        db.pragma('foreign_keys = ON');
+      },
+    });
+  }
+  return new DataSource({
+    ...common,
+    type: 'postgres',
+    url: target.url,
+    poolSize: 20,
+    extra: { connectionTimeoutMillis: 5000 },
+  });
+}
+
+/** Advisory-lock key that serialises migration runs of several instances sharing one PostgreSQL. */
+const MIGRATION_LOCK = 0x45545331; // "ETS1"
+
+/**
+ * Applies pending migrations in order, each in its own transaction; applied ones are skipped
+ * (TypeORM's migrations table). Returns the names it applied.
+ */
+export async function migrate(ds: DataSource): Promise<string[]> {
+  const pg = ds.options.type === 'postgres';
+  const runner = pg ? ds.createQueryRunner() : undefined;
+  try {
+    if (runner) {
+      await runner.connect();
+      await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    }
+    const applied = await ds.runMigrations({ transaction: 'each' });
+    return applied.map((m) => m.name);
+  } finally {
+    if (runner) {
+      await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+      await runner.release();
+    }
+  }
+}

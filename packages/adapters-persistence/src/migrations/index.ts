@@ -1,0 +1,4 @@
+import { Platform1763683200000 } from './0001-platform.js';
+
+/** Every migration, in order. New features append here; an applied migration never changes. */
+export const MIGRATIONS = [Platform1763683200000];

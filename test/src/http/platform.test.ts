@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { OPENAPI, toOpenApiPath } from '@ets/adapters-http';
+import { STORAGE_TARGETS, startTestServer, type TestServer } from '@ets/test-support';
+
+describe.each(STORAGE_TARGETS)('platform routes on $name', (factory) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(factory);
+  });
+  afterAll(async () => {
+    await server.destroy();
+  });
+
+  it('serves /health, /ready, /openapi.yaml, /documentation and /reference without a key', async () => {
+    expect((await request(server.url).get('/health')).body).toEqual({ status: 'UP' });
+    expect((await request(server.url).get('/ready')).body).toEqual({ status: 'READY' });
+    const yaml = await request(server.url).get('/openapi.yaml');
+    expect(yaml.status).toBe(200);
+    expect(yaml.text).toMatch(/^openapi: 3\.1\.0/);
+    for (const page of ['/documentation', '/reference']) {
+      const res = await request(server.url).get(page);
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toMatch(/text\/html/);
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+      // Air-gapped: nothing is loaded from another host.
+      expect(res.text).not.toMatch(/<script|<link[^>]+href=["']?https?:|@import|url\(\s*["']?https?:|src=["']?https?:/i);
+    }
+  });
+
+  it('keeps /version behind caller authentication', async () => {
+    expect((await request(server.url).get('/version')).status).toBe(401);
+  });
+
+  it('describes exactly the mounted routes in the OpenAPI document (3.1.0, version 1.0.0)', () => {
+    expect(OPENAPI.openapi).toBe('3.1.0');
+    expect(OPENAPI.info.version).toBe('1.0.0');
+    const mounted = server.httpApp.routes.map((r) => `${r.method.toUpperCase()} ${toOpenApiPath(r.path)}`).sort();
+    const documented = Object.entries(OPENAPI.paths)
+      .flatMap(([p, item]) => Object.keys(item).filter((m) => ['get', 'post', 'put', 'delete', 'patch'].includes(m)).map((m) => `${m.toUpperCase()} ${p}`))
+      .sort();
+    expect(documented).toEqual(mounted);
+    // Public routes are documented as public, keyed ones as keyed.
+    for (const r of server.httpApp.routes) {
+      const op = OPENAPI.paths[toOpenApiPath(r.path)]![r.method]!;
+      const isPublic = Array.isArray(op.security) && op.security.length === 0;
+      expect(`${r.method} ${r.path} public=${isPublic}`).toBe(`${r.method} ${r.path} public=${r.auth === 'none'}`);
+    }
+  });
+
+  it('answers 503 NOT_READY with a reason when execution_intents is missing, and /health stays UP', async () => {
+    await server.dataSource.query('ALTER TABLE execution_intents RENAME TO execution_intents_gone');
+    try {
+      const ready = await request(server.url).get('/ready');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toEqual({ status: 'NOT_READY', reason: 'table execution_intents is missing' });
+      expect((await request(server.url).get('/health')).body).toEqual({ status: 'UP' });
+    } finally {
+      await server.dataSource.query('ALTER TABLE execution_intents_gone RENAME TO execution_intents');
+    }
+  });
+});

@@ -1,0 +1,65 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { StorageTarget } from '@ets/adapters-persistence';
+
+/**
+ * The storage suites run once per adapter: an SQLite file in a temp dir, and a throwaway PostgreSQL
+ * database created for the test file and dropped afterwards. ETS_TEST_PG_URL points at a server
+ * (any database on it; we create our own); default: the local trust-auth server.
+ */
+export const PG_ADMIN_URL = process.env.ETS_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface ProvisionedTarget {
+  name: 'sqlite' | 'postgres';
+  target: StorageTarget;
+  /** Removes the database (and temp files). */
+  drop(): Promise<void>;
+}
+
+export type TargetFactory = { name: 'sqlite' | 'postgres'; provision(): Promise<ProvisionedTarget> };
+
+export const sqliteTarget: TargetFactory = {
+  name: 'sqlite',
+  async provision() {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ets-sqlite-'));
+    return {
+      name: 'sqlite',
+      target: { kind: 'sqlite', file: path.join(dir, 'ets.sqlite') },
+      async drop() {
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+const withAdmin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+};
+
+export const postgresTarget: TargetFactory = {
+  name: 'postgres',
+  async provision() {
+    const db = `ets_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+    await withAdmin((c) => c.query(`CREATE DATABASE ${db}`));
+    const url = new URL(PG_ADMIN_URL);
+    url.pathname = `/${db}`;
+    return {
+      name: 'postgres',
+      target: { kind: 'postgres', url: url.toString() },
+      async drop() {
+        await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`));
+      },
+    };
+  },
+};
+
+/** Every storage adapter the contract suites run against. */
+export const STORAGE_TARGETS: TargetFactory[] = [sqliteTarget, postgresTarget];

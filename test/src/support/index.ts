@@ -1,0 +1,3 @@
+export * from './databases.js';
+export * from './process.js';
+export * from './server.js';

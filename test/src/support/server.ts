@@ -1,0 +1,40 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadSettings, startServer, type RunningServer, type Settings } from '@ets/server';
+import { silentLogger } from '@ets/domain';
+import type { ProvisionedTarget, TargetFactory } from './databases.js';
+
+export interface TestServer extends RunningServer {
+  settings: Settings;
+  dataDir: string;
+  db: ProvisionedTarget;
+  /** Closes the server, drops its database and removes its data dir. */
+  destroy(): Promise<void>;
+}
+
+/** An in-process server on an ephemeral port, on the given store, with a fresh data dir. */
+export async function startTestServer(factory: TargetFactory, env: Record<string, string> = {}): Promise<TestServer> {
+  const db = await factory.provision();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ets-data-'));
+  const settings = loadSettings({
+    SVC_PORT: '0',
+    SVC_DATA_DIR: dataDir,
+    SVC_LOG_LEVEL: 'silent',
+    ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}),
+    ...env,
+  });
+  if (db.target.kind === 'sqlite') settings.dataDir = path.dirname(db.target.file);
+  const running = await startServer(settings, silentLogger);
+  return {
+    ...running,
+    settings,
+    dataDir,
+    db,
+    async destroy() {
+      await running.close();
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
