@@ -1,0 +1,25 @@
+/** Policy model: the document, its validation (JSON Schema + CEL type check), compilation and evaluation. */
+export * from './document.js';
+export {
+  POLICY_DOCUMENT_SCHEMA,
+  POLICY_NAME_PATTERN,
+  POLICY_VERSION_MAX_LENGTH,
+  SIGNAL_NAME_PATTERN,
+  RULE_ID_PATTERN,
+  INTENT_PATH_PATTERN,
+  RESERVED_SIGNAL_NAMES,
+  schemaErrors,
+} from './schema.js';
+export { validatePolicyDocument, type PolicyValidationResult } from './validate.js';
+export {
+  compilePolicy,
+  evaluatePolicy,
+  checkSignalTypes,
+  InvalidPolicyError,
+  NO_MATCHING_RULE_DECISION,
+  NO_MATCHING_RULE_REASON,
+  type CompiledPolicy,
+  type CompiledRule,
+  type PolicyDecision,
+  type PolicyInput,
+} from './evaluate.js';
