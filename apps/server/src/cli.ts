@@ -1,20 +1,24 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { config as loadDotenv } from 'dotenv';
+import { KeyRingError } from '@ets/adapters-crypto';
 import { ConfigError } from './config/settings.js';
 import { serveCommand } from './cli/serve.js';
-
-/** Thrown by a command for a failure the operator must read: printed as one line, exit 1. */
-export class CliError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
-    super(message);
-  }
-}
+import { CliError } from './cli/errors.js';
+import { keysCommand } from './cli/keys.js';
+import { signingKeysCommand } from './cli/signing-keys.js';
 
 const USAGE = `Usage: ets <command> [options]
 
 Commands:
   serve                                   start the service (what npm start runs)
+  keys add --caller-id ID [--holder USER|ROLE|SERVICE|ORGANIZATION] [--capabilities a:b,c:d|*]
+           [--principal-ids p1,p2] [--tenant-ids t1,t2] [--step-up-key -]
+                                          add an API key; prints the raw key once (stdout)
+  keys remove --caller-id ID [--keep-newest]
+                                          remove a caller's keys (the last key cannot go)
+  keys list                               list key records (never a key or a hash)
+  signing-keys rotate|list                new active signing key / list published keys
 
 Settings are read from the environment and from a .env file in the working directory.
 See the README for every setting and its default.`;
@@ -23,6 +27,8 @@ type Command = (argv: string[]) => Promise<void>;
 
 const COMMANDS: Record<string, Command> = {
   serve: () => serveCommand(),
+  keys: keysCommand,
+  'signing-keys': signingKeysCommand,
 };
 
 async function main(argv: string[]): Promise<void> {
@@ -38,11 +44,15 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
-  if (e instanceof ConfigError || e instanceof CliError) {
+  const err = e as { code?: string; message?: string };
+  if (e instanceof ConfigError || e instanceof CliError || e instanceof KeyRingError) {
     console.error(`ets: ${e.message}`);
     process.exit(e instanceof CliError ? e.exitCode : 2);
   }
-  const err = e as { code?: string; message?: string };
+  if (typeof err?.code === 'string' && err.code.startsWith('ERR_PARSE_ARGS')) {
+    console.error(`ets: ${err.message ?? 'invalid arguments'}`);
+    process.exit(2);
+  }
   if (err?.code === 'EADDRINUSE') {
     console.error(`ets: cannot listen: the address is already in use (${err.message ?? ''}).`);
     process.exit(1);

@@ -2,10 +2,34 @@ import 'reflect-metadata';
 import { Container } from 'inversify';
 import type { DataSource } from 'typeorm';
 import type { RequestHandler } from 'express';
-import { TypeOrmStorageHealth } from '@ets/adapters-persistence';
-import { createHttpApp, docsRoutes, operationsRoutes, type HttpApp, type RouteModule } from '@ets/adapters-http';
-import { DomainError, type Clock, type IdGenerator, type Logger, type StorageHealth } from '@ets/domain';
+import { TypeOrmAuditEventStore, TypeOrmStorageHealth } from '@ets/adapters-persistence';
+import { JwksSignatureVerifier, KeyRingSigner, Sha256Hasher, type KeyRing } from '@ets/adapters-crypto';
+import {
+  bearerAuthentication,
+  createHttpApp,
+  docsRoutes,
+  identityRoutes,
+  noAuthentication,
+  operationsRoutes,
+  signingKeyRoutes,
+  type HttpApp,
+  type RouteModule,
+} from '@ets/adapters-http';
+import {
+  AuthenticationAudit,
+  type ApiKeyRecord,
+  type AuditEventStore,
+  type CallerDirectory,
+  type Clock,
+  type Hasher,
+  type IdGenerator,
+  type Logger,
+  type SignatureVerifier,
+  type Signer,
+  type StorageHealth,
+} from '@ets/domain';
 import type { Settings } from './config/settings.js';
+import { ApiKeyDirectory } from './keys/api-keys.js';
 import { TOKENS } from './tokens.js';
 import { randomIds, systemClock } from './runtime/system.js';
 
@@ -15,6 +39,9 @@ export interface OpenedResources {
   logger: Logger;
   dataSource: DataSource;
   buildId: string;
+  keyRing: KeyRing;
+  apiKeys: readonly ApiKeyRecord[];
+  clock?: Clock;
 }
 
 /**
@@ -22,40 +49,53 @@ export interface OpenedResources {
  * (`toDynamicValue`), so neither carries Inversify decorators.
  */
 export function buildContainer(res: OpenedResources): Container {
-  const c = new Container();
+  const c = new Container({ defaultScope: 'Singleton' });
+  const get = <T>(ctx: { get<U>(id: symbol): U }, id: symbol): T => ctx.get<T>(id);
+
   c.bind<Settings>(TOKENS.Settings).toConstantValue(res.settings);
   c.bind<Logger>(TOKENS.Logger).toConstantValue(res.logger);
   c.bind<DataSource>(TOKENS.DataSource).toConstantValue(res.dataSource);
   c.bind<string>(TOKENS.BuildId).toConstantValue(res.buildId);
-  c.bind<Clock>(TOKENS.Clock).toConstantValue(systemClock);
+  c.bind<Clock>(TOKENS.Clock).toConstantValue(res.clock ?? systemClock);
   c.bind<IdGenerator>(TOKENS.IdGenerator).toConstantValue(randomIds);
-  c.bind<StorageHealth>(TOKENS.StorageHealth)
-    .toDynamicValue((ctx) => new TypeOrmStorageHealth(ctx.get<DataSource>(TOKENS.DataSource)))
-    .inSingletonScope();
+  c.bind<KeyRing>(TOKENS.KeyRing).toConstantValue(res.keyRing);
 
-  c.bind<RouteModule[]>(TOKENS.RouteModules)
-    .toDynamicValue((ctx) => [
-      operationsRoutes({
-        storageHealth: ctx.get<StorageHealth>(TOKENS.StorageHealth),
-        buildId: ctx.get<string>(TOKENS.BuildId),
-        profile: ctx.get<Settings>(TOKENS.Settings).profile,
-      }),
+  // Adapters
+  c.bind<StorageHealth>(TOKENS.StorageHealth).toDynamicValue((ctx) => new TypeOrmStorageHealth(get(ctx, TOKENS.DataSource)));
+  c.bind<AuditEventStore>(TOKENS.AuditEventStore).toDynamicValue((ctx) => new TypeOrmAuditEventStore(get(ctx, TOKENS.DataSource)));
+  c.bind<Hasher>(TOKENS.Hasher).toConstantValue(new Sha256Hasher());
+  c.bind<Signer>(TOKENS.Signer).toDynamicValue((ctx) => new KeyRingSigner(get<KeyRing>(ctx, TOKENS.KeyRing)));
+  c.bind<SignatureVerifier>(TOKENS.SignatureVerifier).toDynamicValue((ctx) => new JwksSignatureVerifier(get<KeyRing>(ctx, TOKENS.KeyRing)));
+  c.bind<CallerDirectory>(TOKENS.CallerDirectory).toConstantValue(new ApiKeyDirectory(res.apiKeys));
+
+  // Domain services
+  c.bind<AuthenticationAudit>(TOKENS.AuthenticationAudit).toDynamicValue(
+    (ctx) => new AuthenticationAudit(get(ctx, TOKENS.Signer), get(ctx, TOKENS.AuditEventStore), get(ctx, TOKENS.Clock), get(ctx, TOKENS.IdGenerator)),
+  );
+
+  // HTTP
+  c.bind<RouteModule[]>(TOKENS.RouteModules).toDynamicValue((ctx) => {
+    const settings = get<Settings>(ctx, TOKENS.Settings);
+    return [
+      operationsRoutes({ storageHealth: get(ctx, TOKENS.StorageHealth), buildId: get(ctx, TOKENS.BuildId), profile: settings.profile }),
       docsRoutes(),
-    ])
-    .inSingletonScope();
+      identityRoutes({ auditEvents: get(ctx, TOKENS.AuditEventStore), verifier: get(ctx, TOKENS.SignatureVerifier) }),
+      signingKeyRoutes(get<KeyRing>(ctx, TOKENS.KeyRing)),
+    ];
+  });
 
-  c.bind<HttpApp>(TOKENS.HttpApp)
-    .toDynamicValue((ctx) => {
-      const settings = ctx.get<Settings>(TOKENS.Settings);
-      const denyAll: RequestHandler = (_req, _res, next) => next(new DomainError('unauthenticated', 'authentication required'));
-      return createHttpApp({
-        logger: ctx.get<Logger>(TOKENS.Logger),
-        bodyLimitBytes: settings.bodyLimitBytes,
-        modules: ctx.get<RouteModule[]>(TOKENS.RouteModules),
-        authenticate: denyAll,
-        limiters: {},
-      });
-    })
-    .inSingletonScope();
+  c.bind<HttpApp>(TOKENS.HttpApp).toDynamicValue((ctx) => {
+    const settings = get<Settings>(ctx, TOKENS.Settings);
+    const authenticate: RequestHandler = settings.authDisabled
+      ? noAuthentication()
+      : bearerAuthentication({ directory: get(ctx, TOKENS.CallerDirectory), audit: get(ctx, TOKENS.AuthenticationAudit) });
+    return createHttpApp({
+      logger: get(ctx, TOKENS.Logger),
+      bodyLimitBytes: settings.bodyLimitBytes,
+      modules: get(ctx, TOKENS.RouteModules),
+      authenticate,
+      limiters: {},
+    });
+  });
   return c;
 }

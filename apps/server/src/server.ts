@@ -4,17 +4,22 @@ import type { Server } from 'node:http';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { createDataSource, describeTarget, migrate, type StorageTarget } from '@ets/adapters-persistence';
+import { KeyRing } from '@ets/adapters-crypto';
 import type { HttpApp } from '@ets/adapters-http';
 import type { Logger } from '@ets/domain';
 import type { Settings } from './config/settings.js';
 import { buildContainer } from './container.js';
 import { readBuildId } from './build-info.js';
 import { TOKENS } from './tokens.js';
+import { issueFirstKeyIfNone } from './keys/key-source.js';
 
 export interface RunningServer {
   url: string;
   httpApp: HttpApp;
   dataSource: DataSource;
+  keyRing: KeyRing;
+  /** The raw key issued on a first start with no key configured: print it once, store it nowhere. */
+  issuedFirstKey?: { callerId: string; rawKey: string; file: string };
   /** Stops accepting, lets in-flight requests finish, closes the database. */
   close(): Promise<void>;
 }
@@ -28,6 +33,12 @@ export function storageTargetFor(settings: Settings): StorageTarget {
 /** Opens storage, applies migrations, wires the container and listens. */
 export async function startServer(settings: Settings, logger: Logger): Promise<RunningServer> {
   mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
+  // Keys and signing keys first: a bad key file or missing hybrid key stops the start before any I/O.
+  const keys = issueFirstKeyIfNone(settings);
+  const keyRing = await KeyRing.open({ dataDir: settings.dataDir, mode: settings.signingMode });
+  if (settings.authDisabled) {
+    logger.warn({ setting: 'SVC_AUTH_DISABLED' }, 'caller authentication is DISABLED: every request is accepted without a key; never run a real deployment like this');
+  }
   const target = storageTargetFor(settings);
   const dataSource = createDataSource(target);
   await dataSource.initialize();
@@ -35,13 +46,13 @@ export async function startServer(settings: Settings, logger: Logger): Promise<R
     const applied = await migrate(dataSource);
     logger.info({ storage: describeTarget(target), applied }, 'storage ready');
 
-    const container = buildContainer({ settings, logger, dataSource, buildId: readBuildId() });
+    const container = buildContainer({ settings, logger, dataSource, buildId: readBuildId(), keyRing, apiKeys: keys.records });
     const httpApp = container.get<HttpApp>(TOKENS.HttpApp);
     const server = await listen(httpApp, settings);
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     const url = `http://${host}:${port}`;
-    logger.info({ url, profile: settings.profile }, 'listening');
+    logger.info({ url, profile: settings.profile, signingKeys: keyRing.activeKeyIds, callers: keys.records.length }, 'listening');
 
     let closing: Promise<void> | undefined;
     const close = (): Promise<void> =>
@@ -50,7 +61,8 @@ export async function startServer(settings: Settings, logger: Logger): Promise<R
         await dataSource.destroy();
         logger.info({}, 'stopped');
       })());
-    return { url, httpApp, dataSource, close };
+    const issuedFirstKey = keys.issuedRawKey ? { callerId: keys.callerId!, rawKey: keys.issuedRawKey, file: settings.apiKeysFile } : undefined;
+    return { url, httpApp, dataSource, keyRing, issuedFirstKey, close };
   } catch (e) {
     await dataSource.destroy().catch(() => undefined);
     throw e;

@@ -4,3 +4,6 @@ export * from './http-errors.js';
 export * from './json/strict-json.js';
 export * from './routes/operations.js';
 export * from './routes/docs.js';
+export * from './middleware/authenticate.js';
+export * from './routes/identity.js';
+export * from './routes/signing-keys.js';

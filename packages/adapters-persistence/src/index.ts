@@ -1,3 +1,5 @@
 export * from './data-source.js';
 export * from './storage-health.js';
 export { MIGRATIONS } from './migrations/index.js';
+export * from './stores/audit-event-store.js';
+export * from './stores/handbook-lead-store.js';

@@ -4,4 +4,8 @@ export * from './ports/crypto.js';
 export * from './ports/health.js';
 export * from './ports/audit.js';
 export * from './ports/logger.js';
+export * from './ports/leads.js';
 export * from './identity/caller.js';
+export * from './ports/callers.js';
+export * from './identity/auth-audit.js';
+export * from './policy/index.js';

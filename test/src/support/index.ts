@@ -1,3 +1,4 @@
 export * from './databases.js';
 export * from './process.js';
 export * from './server.js';
+export * from './keys.js';

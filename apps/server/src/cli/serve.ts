@@ -7,6 +7,15 @@ export async function serveCommand(): Promise<void> {
   const settings = loadSettings();
   const logger = createLogger(settings.logLevel);
   const running = await startServer(settings, logger);
+  if (running.issuedFirstKey) {
+    // Printed once, on stderr beside the logs, never into them: it is not stored anywhere.
+    const k = running.issuedFirstKey;
+    process.stderr.write(
+      `\nNo API key was configured, so one USER key was issued for caller '${k.callerId}' (all capabilities):\n\n` +
+        `    ${k.rawKey}\n\nIt is shown only this once; only its SHA-256 hash is kept in ${k.file}.\n` +
+        `Use it as 'Authorization: Bearer <key>'. Add more keys with 'npx ets keys add --caller-id ID' and restart.\n\n`,
+    );
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -1,0 +1,115 @@
+import { createHash, createPublicKey, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { callerFromKeyRecord, HOLDER_TYPES, type ApiKeyRecord, type Caller, type CallerDirectory } from '@ets/domain';
+import { ConfigError } from '../config/settings.js';
+
+export const RAW_KEY_PREFIX = 'pk_local_';
+
+/** A new raw key: shown once to the operator, never stored. */
+export const generateRawKey = (): string => RAW_KEY_PREFIX + randomBytes(32).toString('base64url');
+
+/** Only this hash of a key is ever stored (spec 2.7, 5.3). */
+export const hashKey = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
+
+export function isEd25519PublicKeyPem(pem: string): boolean {
+  try {
+    return createPublicKey(pem).asymmetricKeyType === 'ed25519';
+  } catch {
+    return false;
+  }
+}
+
+const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string' && s.length > 0);
+
+/** Checks one stored key record; returns a message naming what is wrong, or undefined. */
+export function keyRecordProblem(r: unknown): string | undefined {
+  if (typeof r !== 'object' || r === null) return 'a key record must be an object';
+  const k = r as Partial<ApiKeyRecord>;
+  if (typeof k.callerId !== 'string' || k.callerId.trim() === '') return 'callerId must be a non-empty string';
+  if (typeof k.keyHash !== 'string' || !/^[0-9a-f]{64}$/.test(k.keyHash)) return `keyHash of ${k.callerId} must be a SHA-256 hex digest`;
+  if (k.credentialHolderType !== undefined && !HOLDER_TYPES.includes(k.credentialHolderType)) {
+    return `credentialHolderType of ${k.callerId} must be one of ${HOLDER_TYPES.join(', ')}`;
+  }
+  for (const field of ['allowedCapabilities', 'allowedTenantIds'] as const) {
+    if (k[field] !== undefined && !isStringList(k[field])) return `${field} of ${k.callerId} must be a list of strings`;
+  }
+  if (k.allowedPrincipalIds !== undefined && !isStringList(k.allowedPrincipalIds)) return `allowedPrincipalIds of ${k.callerId} must be a list of strings`;
+  if (k.stepUpPublicKey !== undefined) {
+    if (k.credentialHolderType !== 'USER') return `a step-up key is allowed only for holder type USER (${k.callerId})`;
+    if (typeof k.stepUpPublicKey !== 'string' || !isEd25519PublicKeyPem(k.stepUpPublicKey)) return `stepUpPublicKey of ${k.callerId} must be an Ed25519 public key in PEM`;
+  }
+  return undefined;
+}
+
+function normalise(r: ApiKeyRecord): ApiKeyRecord {
+  return {
+    ...r,
+    allowedCapabilities: r.allowedCapabilities ?? [],
+    allowedTenantIds: r.allowedTenantIds ?? [],
+    createdAt: r.createdAt ?? new Date(0).toISOString(),
+  };
+}
+
+export function parseKeyRecords(json: string, origin: string): ApiKeyRecord[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    throw new ConfigError(`Invalid key records in ${origin}: not JSON.`);
+  }
+  const list = Array.isArray(parsed) ? parsed : (parsed as { keys?: unknown })?.keys;
+  if (!Array.isArray(list)) throw new ConfigError(`Invalid key records in ${origin}: expected a JSON array of key records.`);
+  list.forEach((r, i) => {
+    const problem = keyRecordProblem(r);
+    if (problem) throw new ConfigError(`Invalid key record #${i + 1} in ${origin}: ${problem}.`);
+  });
+  return (list as ApiKeyRecord[]).map(normalise);
+}
+
+/** The key file: `{ "keys": [ … ] }`, written atomically with mode 0600. */
+export class ApiKeyFile {
+  constructor(readonly file: string) {}
+
+  exists(): boolean {
+    return existsSync(this.file);
+  }
+
+  read(): ApiKeyRecord[] {
+    if (!this.exists()) return [];
+    return parseKeyRecords(readFileSync(this.file, 'utf8'), this.file);
+  }
+
+  write(records: ApiKeyRecord[]): void {
+    mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify({ keys: records }, null, 2) + '\n', { mode: 0o600 });
+    chmodSync(tmp, 0o600);
+    renameSync(tmp, this.file);
+  }
+}
+
+/**
+ * Resolves bearer keys. Every configured hash is compared with timingSafeEqual, without stopping
+ * at the first match, so the time taken does not tell which (or whether a) key matched.
+ */
+export class ApiKeyDirectory implements CallerDirectory {
+  private readonly entries: { hash: Buffer; caller: Caller }[];
+
+  constructor(records: readonly ApiKeyRecord[]) {
+    this.entries = records.map((r) => ({ hash: Buffer.from(r.keyHash, 'hex'), caller: callerFromKeyRecord(r) }));
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  authenticate(rawKey: string): Caller | undefined {
+    const presented = createHash('sha256').update(rawKey, 'utf8').digest();
+    let found: Caller | undefined;
+    for (const e of this.entries) {
+      if (timingSafeEqual(e.hash, presented) && !found) found = e.caller;
+    }
+    return found;
+  }
+}
