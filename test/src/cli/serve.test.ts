@@ -19,7 +19,8 @@ describe('ets serve', () => {
       const server = await spawnServer({ SVC_DATA_DIR: tmp() });
       expect((await request(server.url).get('/health')).body).toEqual({ status: 'UP' });
       expect(await server.stop(signal)).toBe(0);
-      const lines = server.output().trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
+      // JSON log lines; the first-start key notice is plain text on stderr.
+      const lines = server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string });
       expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['storage ready', 'listening', 'shutting down', 'stopped']));
     }
   });
