@@ -4,13 +4,21 @@ export interface OpenApiOperation {
   summary?: string;
   description?: string;
   security?: unknown[];
-  parameters?: { name: string; in: string; required?: boolean; description?: string }[];
+  parameters?: (OpenApiParameter | { $ref: string })[];
   requestBody?: { content?: Record<string, { schema?: unknown; example?: unknown }> };
   responses?: Record<string, { description?: string; content?: Record<string, { example?: unknown }> }>;
   tags?: string[];
 }
 
+export interface OpenApiParameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  description?: string;
+}
+
 export interface OpenApiDocument {
+  components?: { parameters?: Record<string, OpenApiParameter>; responses?: Record<string, { description?: string }> };
   openapi: string;
   info: { title: string; version: string; description?: string };
   paths: Record<string, Record<string, OpenApiOperation>>;
@@ -30,10 +38,11 @@ export function renderReference(doc: OpenApiDocument): string {
       if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
       const isPublic = Array.isArray(op.security) && op.security.length === 0;
       const params = (op.parameters ?? [])
+        .map((p) => resolveRef(doc, p) as OpenApiParameter)
         .map((p) => `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${p.required ? 'yes' : 'no'}</td><td>${esc(p.description ?? '')}</td></tr>`)
         .join('');
       const responses = Object.entries(op.responses ?? {})
-        .map(([status, r]) => `<tr><td>${esc(status)}</td><td>${md(r.description)}</td></tr>`)
+        .map(([status, r]) => `<tr><td>${esc(status)}</td><td>${md((resolveRef(doc, r) as { description?: string }).description)}</td></tr>`)
         .join('');
       const example = op.requestBody?.content?.['application/json']?.example;
       const html = `<div class="op" id="${esc(method + path)}"><div><span class="m ${method}">${method.toUpperCase()}</span><code>${esc(path)}</code>
@@ -49,4 +58,13 @@ ${responses ? `<table><tr><th>status</th><th>meaning</th></tr>${responses}</tabl
   for (const [tag, list] of byTag) ops.push(`<h2>${esc(tag)}</h2>${list.join('\n')}`);
   return `<h1>${esc(doc.info.title)} <small>(OpenAPI ${esc(doc.openapi)}, document ${esc(doc.info.version)})</small></h1>
 ${md(doc.info.description)}${ops.join('\n')}`;
+}
+
+/** Follows a local `#/components/...` reference; anything else is returned as it is. */
+function resolveRef(doc: OpenApiDocument, value: unknown): unknown {
+  const ref = (value as { $ref?: unknown })?.$ref;
+  if (typeof ref !== 'string' || !ref.startsWith('#/')) return value;
+  let node: unknown = doc;
+  for (const part of ref.slice(2).split('/')) node = (node as Record<string, unknown> | undefined)?.[part];
+  return node ?? value;
 }
