@@ -23,3 +23,7 @@ export {
   type PolicyDecision,
   type PolicyInput,
 } from './evaluate.js';
+export * from './policy-version.js';
+export { PolicyService } from './policy-service.js';
+export * from './policy-governance.js';
+export { InMemoryPolicyStore } from './in-memory-policy-store.js';

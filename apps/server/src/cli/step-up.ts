@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { signStepUpPayload } from '@ets/adapters-crypto';
+import { charLength, REASON_MAX_LENGTH } from '@ets/domain';
+import { CliError } from './errors.js';
+
+const USAGE = 'Usage: ets step-up sign --key PRIVATE.pem --change ID --action approve|reject [--reason TEXT] [--ttl SECONDS] [--caller-id ID]';
+export const DEFAULT_STEP_UP_TTL_SECONDS = 300;
+const MAX_TTL_SECONDS = 86_400;
+
+/**
+ * `ets step-up sign` (CONTRACT "Governance"): prints a step-up envelope, and nothing else, on
+ * stdout: the body of `POST …/pending-changes/{id}/approve` or `…/reject`. The payload is signed
+ * with the checker's own Ed25519 step-up private key (never the bearer key); the nonce is 32
+ * random bytes, and the envelope expires `--ttl` seconds from now.
+ */
+export async function stepUpCommand(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv;
+  if (sub !== 'sign') throw new CliError(USAGE, 2);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      key: { type: 'string' },
+      change: { type: 'string' },
+      action: { type: 'string' },
+      reason: { type: 'string' },
+      ttl: { type: 'string' },
+      'caller-id': { type: 'string' },
+    },
+    strict: true,
+  });
+  if (!values.key) throw new CliError(`--key is required (the Ed25519 step-up private key, PEM). ${USAGE}`, 2);
+  const change = values.change?.trim();
+  if (!change) throw new CliError(`--change is required (the id of the pending change). ${USAGE}`, 2);
+  const action = values.action;
+  if (action !== 'approve' && action !== 'reject') throw new CliError(`--action must be approve or reject. ${USAGE}`, 2);
+  const reason = values.reason;
+  if (action === 'reject' && (reason === undefined || reason.trim() === '')) {
+    throw new CliError('--action reject needs --reason TEXT: the reason is recorded as the rejection reason.', 2);
+  }
+  if (reason !== undefined && charLength(reason) > REASON_MAX_LENGTH) throw new CliError(`--reason must be at most ${REASON_MAX_LENGTH} characters.`, 2);
+  const ttlText = values.ttl ?? String(DEFAULT_STEP_UP_TTL_SECONDS);
+  if (!/^\d+$/.test(ttlText) || Number(ttlText) < 1 || Number(ttlText) > MAX_TTL_SECONDS) {
+    throw new CliError(`--ttl must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}.`, 2);
+  }
+  const callerId = values['caller-id'];
+  if (callerId !== undefined && callerId.trim() === '') throw new CliError('--caller-id must not be empty.', 2);
+
+  let pem: string;
+  try {
+    pem = readFileSync(values.key, 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read the step-up key ${values.key}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  const payload = {
+    pendingPolicyChangeId: change,
+    action,
+    expiresAt: new Date(Date.now() + Number(ttlText) * 1000).toISOString(),
+    nonce: randomBytes(32).toString('base64url'),
+    ...(callerId !== undefined ? { callerId } : {}),
+    ...(reason !== undefined ? { reason } : {}),
+  };
+  let signature: string;
+  try {
+    signature = signStepUpPayload(pem, payload);
+  } catch (e) {
+    throw new CliError(`${(e as Error).message} (${values.key}).`);
+  }
+  process.stdout.write(JSON.stringify({ payload, signature }) + '\n');
+}

@@ -1,0 +1,43 @@
+import type { PolicyGovernance, PolicyService } from '@ets/domain';
+import { callerOf } from '../middleware/authenticate.js';
+import type { RouteModule } from '../route-table.js';
+
+export interface PolicyRoutesDeps {
+  policies: PolicyService;
+  governance: PolicyGovernance;
+}
+
+const field = (body: unknown, name: string): unknown =>
+  body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined;
+
+/**
+ * Policies (spec 4.1, 9.3) and their maker-checker governance (CONTRACT "Governance"). Statuses and
+ * codes of every refusal are listed in the OpenAPI document (tag Policies).
+ */
+export const policyRoutes = (deps: PolicyRoutesDeps): RouteModule => (t) => {
+  // Spec 2.1: every status but 401 answers {valid, errors}.
+  t.post('/policies/validate', { auth: 'key', errorShape: 'validation' }, async (req, res) => {
+    res.json(await deps.policies.validate(field(req.body, 'policyId'), field(req.body, 'policyVersion')));
+  });
+
+  t.get('/policies/in-effect', { auth: 'key' }, async (_req, res) => {
+    res.json(await deps.policies.inEffect());
+  });
+
+  t.get('/policies/pending-changes', { auth: 'key' }, async (req, res) => {
+    res.json(await deps.governance.list(req.query.status));
+  });
+
+  t.post('/policies/:name/:version/pending-changes', { auth: 'key' }, async (req, res) => {
+    const change = await deps.governance.propose(callerOf(res), String(req.params.name), String(req.params.version), req.body);
+    res.status(201).json(change);
+  });
+
+  t.post('/policies/pending-changes/:id/approve', { auth: 'key' }, async (req, res) => {
+    res.json(await deps.governance.approve(String(req.params.id), callerOf(res), req.body));
+  });
+
+  t.post('/policies/pending-changes/:id/reject', { auth: 'key' }, async (req, res) => {
+    res.json(await deps.governance.reject(String(req.params.id), callerOf(res), req.body));
+  });
+};

@@ -1,0 +1,99 @@
+/**
+ * The step-up authorization envelope (spec 2.6, CONTRACT "Governance"): the body of every approve
+ * and reject. The checker signs the RFC 8785 canonical JSON of `payload` with their own Ed25519
+ * step-up key (never the bearer key).
+ *
+ * Refusals, in the order they are checked (statuses in the OpenAPI document):
+ * - malformed envelope (shape, types, nonce format, reject without reason): 400, no code;
+ * - signature does not verify against the caller's registered step-up key, or
+ *   `pendingPolicyChangeId` is not the change in the URL, or `action` is not the endpoint's, or
+ *   `callerId` (when present) is not the authenticated caller: 403 `STEP_UP_INVALID`;
+ * - `expiresAt` has passed: 403 `STEP_UP_EXPIRED`;
+ * - the nonce was used before (by any envelope, for any change): 409 `STEP_UP_NONCE_REUSED`
+ *   (checked by the store, atomically with the decision).
+ */
+import type { Caller } from '../identity/caller.js';
+import type { StepUpSignatureVerifier } from '../ports/crypto.js';
+import { DomainError, forbidden, invalid } from '../shared/errors.js';
+import { charLength, REASON_MAX_LENGTH, type DecisionAction } from './change.js';
+
+export interface StepUpPayload {
+  pendingPolicyChangeId: string;
+  action: string;
+  expiresAt: string;
+  /** At least 16 random bytes, base64url. */
+  nonce: string;
+  /** The checker's caller id. Optional; when present it must be the authenticated caller. */
+  callerId?: string;
+  /** Required to reject; recorded as the rejection reason. */
+  reason?: string;
+  /** Further fields are allowed; they are covered by the signature like the others. */
+  [field: string]: unknown;
+}
+
+export interface StepUpEnvelope {
+  payload: StepUpPayload;
+  /** Base64 Ed25519 signature over the RFC 8785 canonical JSON of `payload`. */
+  signature: string;
+}
+
+/** 16 bytes are 22 base64url characters (unpadded). */
+export const NONCE_PATTERN = /^[A-Za-z0-9_-]{22,512}$/;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+const nonEmptyString = (x: unknown): x is string => typeof x === 'string' && x.length > 0;
+
+/** Checks the shape of an envelope (400 on anything malformed) and returns it typed. */
+export function readStepUpEnvelope(body: unknown, action: DecisionAction): StepUpEnvelope {
+  if (!isRecord(body) || !isRecord(body.payload)) {
+    throw invalid('The body must be a step-up envelope: {"payload": {…}, "signature": "…"}.');
+  }
+  const p = body.payload;
+  if (!nonEmptyString(body.signature)) throw invalid('signature is required: a base64 Ed25519 signature over the canonical JSON of payload.');
+  if (!nonEmptyString(p.pendingPolicyChangeId)) throw invalid('payload.pendingPolicyChangeId is required.');
+  if (!nonEmptyString(p.action)) throw invalid('payload.action is required (approve or reject).');
+  if (typeof p.expiresAt !== 'string' || !RFC3339.test(p.expiresAt) || Number.isNaN(Date.parse(p.expiresAt))) {
+    throw invalid('payload.expiresAt must be an RFC 3339 time, such as 2026-11-21T12:05:00Z.');
+  }
+  if (typeof p.nonce !== 'string' || !NONCE_PATTERN.test(p.nonce)) {
+    throw invalid('payload.nonce must be at least 16 random bytes, base64url-encoded without padding.');
+  }
+  if (p.callerId !== undefined && !nonEmptyString(p.callerId)) throw invalid('payload.callerId must be a non-empty string.');
+  if (p.reason !== undefined && typeof p.reason !== 'string') throw invalid('payload.reason must be a string.');
+  if (typeof p.reason === 'string' && charLength(p.reason) > REASON_MAX_LENGTH) {
+    throw invalid(`payload.reason must be at most ${REASON_MAX_LENGTH} characters.`);
+  }
+  if (action === 'reject' && (typeof p.reason !== 'string' || p.reason.trim() === '')) {
+    throw invalid('payload.reason is required to reject a change: it is recorded as the rejection reason.');
+  }
+  return { payload: p as StepUpPayload, signature: body.signature };
+}
+
+/**
+ * Checks what the server can check without storage: the signature against the checker's
+ * registered key, the binding to this change, this action and this caller, and the expiry.
+ */
+export function checkStepUpEnvelope(
+  envelope: StepUpEnvelope,
+  expected: { changeId: string; action: DecisionAction; checker: Caller; now: Date },
+  verifier: StepUpSignatureVerifier,
+): void {
+  const { payload } = envelope;
+  const key = expected.checker.stepUpPublicKeyPem;
+  if (!key || !verifier.verify(key, payload, envelope.signature)) {
+    throw forbidden("The step-up signature does not verify against the caller's registered step-up key.", 'STEP_UP_INVALID');
+  }
+  if (payload.pendingPolicyChangeId !== expected.changeId) {
+    throw forbidden('The step-up envelope names another change than the one in the URL.', 'STEP_UP_INVALID');
+  }
+  if (payload.action !== expected.action) {
+    throw forbidden(`The step-up envelope authorizes '${payload.action}', not '${expected.action}'.`, 'STEP_UP_INVALID');
+  }
+  if (payload.callerId !== undefined && payload.callerId !== expected.checker.callerId) {
+    throw forbidden('The step-up envelope was made for another caller.', 'STEP_UP_INVALID');
+  }
+  if (Date.parse(payload.expiresAt) <= expected.now.getTime()) {
+    throw new DomainError('forbidden', 'The step-up envelope has expired; sign a new one.', 'STEP_UP_EXPIRED');
+  }
+}
