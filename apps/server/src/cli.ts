@@ -7,6 +7,8 @@ import { serveCommand } from './cli/serve.js';
 import { CliError } from './cli/errors.js';
 import { keysCommand } from './cli/keys.js';
 import { signingKeysCommand } from './cli/signing-keys.js';
+import { stepUpCommand } from './cli/step-up.js';
+import { policyCommand } from './cli/policy.js';
 
 const USAGE = `Usage: ets <command> [options]
 
@@ -19,6 +21,9 @@ Commands:
                                           remove a caller's keys (the last key cannot go)
   keys list                               list key records (never a key or a hash)
   signing-keys rotate|list                new active signing key / list published keys
+  step-up sign --key PRIVATE.pem --change ID --action approve|reject [--reason TEXT] [--ttl SECONDS]
+               [--caller-id ID]           print a step-up envelope (approve/reject body) on stdout
+  policy validate FILE                    validate a policy document (JSON or YAML); exit 0 if valid
 
 Settings are read from the environment and from a .env file in the working directory.
 See the README for every setting and its default.`;
@@ -29,6 +34,8 @@ const COMMANDS: Record<string, Command> = {
   serve: () => serveCommand(),
   keys: keysCommand,
   'signing-keys': signingKeysCommand,
+  'step-up': stepUpCommand,
+  policy: policyCommand,
 };
 
 async function main(argv: string[]): Promise<void> {

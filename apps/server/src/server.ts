@@ -5,13 +5,15 @@ import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { createDataSource, describeTarget, migrate, type StorageTarget } from '@ets/adapters-persistence';
 import { KeyRing } from '@ets/adapters-crypto';
-import type { HttpApp } from '@ets/adapters-http';
-import type { Logger } from '@ets/domain';
+import type { HttpApp, RateLimiters } from '@ets/adapters-http';
+import type { ExecutionService, ExecutionStore, Logger, PolicyGovernance } from '@ets/domain';
+import type { Container } from 'inversify';
 import type { Settings } from './config/settings.js';
 import { buildContainer } from './container.js';
 import { readBuildId } from './build-info.js';
 import { TOKENS } from './tokens.js';
 import { issueFirstKeyIfNone } from './keys/key-source.js';
+import { proposeShippedPolicies, SHIPPED_POLICIES_DIR } from './shipped-policies.js';
 
 export interface RunningServer {
   url: string;
@@ -47,6 +49,8 @@ export async function startServer(settings: Settings, logger: Logger): Promise<R
     logger.info({ storage: describeTarget(target), applied }, 'storage ready');
 
     const container = buildContainer({ settings, logger, dataSource, buildId: readBuildId(), keyRing, apiKeys: keys.records });
+    await proposeShippedPolicies(settings.policiesDir ?? SHIPPED_POLICIES_DIR, container.get<PolicyGovernance>(TOKENS.PolicyGovernance), logger);
+    await reconcileAtStart(container, logger);
     const httpApp = container.get<HttpApp>(TOKENS.HttpApp);
     const server = await listen(httpApp, settings);
     const { address, port } = server.address() as AddressInfo;
@@ -58,6 +62,7 @@ export async function startServer(settings: Settings, logger: Logger): Promise<R
     const close = (): Promise<void> =>
       (closing ??= (async () => {
         await stopAccepting(server, settings.shutdownTimeoutMs);
+        await container.get<RateLimiters>(TOKENS.RateLimiters).close();
         await dataSource.destroy();
         logger.info({}, 'stopped');
       })());
@@ -66,6 +71,22 @@ export async function startServer(settings: Settings, logger: Logger): Promise<R
   } catch (e) {
     await dataSource.destroy().catch(() => undefined);
     throw e;
+  }
+}
+
+/**
+ * Crash recovery: an intent a crash left RELEASED gets its Trust Record from the saved release
+ * context; PREPARED and ERRORED intents are reported for reconciliation (GET /execution-intents).
+ */
+async function reconcileAtStart(container: Container, logger: Logger): Promise<void> {
+  const finalized = await container.get<ExecutionService>(TOKENS.ExecutionService).recoverReleased();
+  const open = await container.get<ExecutionStore>(TOKENS.ExecutionStore).listIntents(['PREPARED', 'ERRORED'], 1000);
+  if (finalized > 0) logger.info({ finalized }, 'finalized intents left RELEASED by an earlier stop');
+  if (open.length > 0) {
+    logger.warn(
+      { count: open.length, ids: open.slice(0, 20).map((i) => i.intent.businessTransactionId) },
+      'execution intents need reconciliation at their connector (GET /execution-intents, POST /execution-intents/{id}/resolve)',
+    );
   }
 }
 

@@ -1,1 +1,2 @@
-export {};
+export * from './sandbox-connector.js';
+export * from './connector-registry.js';

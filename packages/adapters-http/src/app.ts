@@ -15,6 +15,8 @@ export interface HttpAppOptions {
   limiters: Partial<Record<LimiterName, RequestHandler>>;
   /** Runs after authentication, for limiters keyed by caller (the execute limiter). */
   callerLimiters?: Partial<Record<LimiterName, RequestHandler>>;
+  /** Runs before authentication on every keyed route: the failed-authentication limit per IP (spec 8). */
+  authFailure?: RequestHandler;
   /** Express `trust proxy` setting, so per-IP limits see the client behind a proxy. */
   trustProxy?: boolean | number | string;
 }
@@ -25,8 +27,9 @@ export interface HttpApp {
 }
 
 /**
- * Builds the Express application. Order per route: rate limit, authentication (before any body is
- * read, spec 5.2), the per-caller limit, body parsing, the handler; then one error handler.
+ * Builds the Express application. Order per route: rate limit (public routes) or failed-authentication
+ * limit (keyed routes), authentication (before any body is read, spec 5.2), the per-caller limit,
+ * body parsing, the handler; then one error handler.
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   const app = express();
@@ -44,6 +47,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     chain.push(setErrorShape(route));
     if (route.limiter && route.auth === 'none' && options.limiters[route.limiter]) chain.push(options.limiters[route.limiter]!);
     if (route.auth === 'key') {
+      if (options.authFailure) chain.push(options.authFailure);
       chain.push(options.authenticate);
       const byCaller = route.limiter && options.callerLimiters?.[route.limiter];
       if (byCaller) chain.push(byCaller);

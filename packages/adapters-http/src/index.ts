@@ -7,3 +7,8 @@ export * from './routes/docs.js';
 export * from './middleware/authenticate.js';
 export * from './routes/identity.js';
 export * from './routes/signing-keys.js';
+export * from './routes/execution.js';
+export * from './routes/paging.js';
+export * from './routes/policies.js';
+export * from './rate-limits.js';
+export * from './routes/handbook.js';

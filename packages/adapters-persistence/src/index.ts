@@ -3,3 +3,6 @@ export * from './storage-health.js';
 export { MIGRATIONS } from './migrations/index.js';
 export * from './stores/audit-event-store.js';
 export * from './stores/handbook-lead-store.js';
+export * from './stores/execution-store.js';
+export * from './stores/pending-change-store.js';
+export * from './stores/policy-store.js';

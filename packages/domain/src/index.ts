@@ -9,3 +9,5 @@ export * from './identity/caller.js';
 export * from './ports/callers.js';
 export * from './identity/auth-audit.js';
 export * from './policy/index.js';
+export * from './execution/index.js';
+export * from './governance/index.js';

@@ -31,6 +31,8 @@ export interface Settings {
   logLevel: LogLevel;
   policiesDir?: string;
   shutdownTimeoutMs: number;
+  /** Express `trust proxy`: false, true, or the number of proxy hops in front of the service. */
+  trustProxy: boolean | number;
 }
 
 /** Defaults, documented in the README's settings table and the OpenAPI description. */
@@ -110,6 +112,14 @@ function url(env: Env, name: string, schemes: readonly string[]): string | undef
   return v;
 }
 
+function trustProxy(env: Env): boolean | number {
+  const v = present(env, 'SVC_TRUST_PROXY');
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  if (/^\d{1,2}$/.test(v)) return Number(v);
+  throw new ConfigError(`Invalid setting SVC_TRUST_PROXY=${JSON.stringify(v)}: accepted values are false, true, or a number of proxy hops (0-99).`);
+}
+
 export function loadSettings(env: Env = process.env, cwd: string = process.cwd()): Settings {
   const dataDir = path.resolve(cwd, present(env, 'SVC_DATA_DIR') ?? DEFAULTS.dataDir);
   const host = present(env, 'SVC_HOST') ?? DEFAULTS.host;
@@ -148,5 +158,6 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     logLevel: oneOf(env, 'SVC_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const, DEFAULTS.logLevel),
     policiesDir: present(env, 'SVC_POLICIES_DIR') ? path.resolve(cwd, present(env, 'SVC_POLICIES_DIR')!) : undefined,
     shutdownTimeoutMs: int(env, 'SVC_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 0, 600_000),
+    trustProxy: trustProxy(env),
   };
 }

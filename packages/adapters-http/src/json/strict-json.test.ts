@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { DuplicateKeyError, JsonSyntaxError, parseStrictJson } from './strict-json.js';
+import { DuplicateKeyError, JsonSyntaxError, parseStrictJson, UnrepresentableJsonError } from './strict-json.js';
 
 describe('parseStrictJson', () => {
   it('parses what JSON.parse parses when keys are unique', () => {
@@ -41,5 +41,20 @@ describe('parseStrictJson', () => {
 
   it('reports malformed JSON as a syntax error', () => {
     expect(() => parseStrictJson('{"a":')).toThrow(JsonSyntaxError);
+  });
+
+  it.each([
+    ['a number out of range', '{"a":1e400}'],
+    ['an unpaired surrogate in a value', '{"a":"\\ud800"}'],
+    ['an unpaired surrogate in a key', '{"\\udc00":1}'],
+    ['nesting deeper than the limit', '['.repeat(65) + ']'.repeat(65)],
+    ['very deep nesting', '{"a":'.repeat(100000) + '1' + '}'.repeat(100000)],
+  ])('refuses %s as unrepresentable', (_what, text) => {
+    expect(() => parseStrictJson(text)).toThrow(text.length > 1000 ? Error : UnrepresentableJsonError);
+  });
+
+  it('accepts nesting up to the limit and paired surrogates', () => {
+    expect(() => parseStrictJson('['.repeat(64) + ']'.repeat(64))).not.toThrow();
+    expect(parseStrictJson('"\\ud83d\\ude00"')).toBe('😀');
   });
 });

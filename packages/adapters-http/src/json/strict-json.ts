@@ -17,7 +17,15 @@ export class DuplicateKeyError extends Error {
   }
 }
 
+/** Data that is valid JSON but cannot be canonicalised, hashed or signed (RFC 8785): refused up front. */
+export class UnrepresentableJsonError extends Error {
+  override readonly name = 'UnrepresentableJsonError';
+}
+
 const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+/** Deeper documents are refused: nothing legitimate nests this far, and recursion must stay bounded. */
+export const MAX_JSON_DEPTH = 64;
 
 export function parseStrictJson(text: string): unknown {
   let value: unknown;
@@ -27,14 +35,33 @@ export function parseStrictJson(text: string): unknown {
     throw new JsonSyntaxError((e as Error).message);
   }
   assertNoDuplicateKeys(text);
+  assertRepresentable(value);
   return value;
+}
+
+/** Every number finite (1e400 parses as Infinity) and every string and key well-formed UTF-16. */
+function assertRepresentable(value: unknown): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new UnrepresentableJsonError('a number is out of range');
+  } else if (typeof value === 'string') {
+    if (!value.isWellFormed()) throw new UnrepresentableJsonError('a string holds an unpaired surrogate');
+  } else if (Array.isArray(value)) {
+    for (const v of value) assertRepresentable(v);
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (!k.isWellFormed()) throw new UnrepresentableJsonError('a key holds an unpaired surrogate');
+      assertRepresentable(v);
+    }
+  }
 }
 
 /** Assumes `text` is valid JSON (JSON.parse accepted it). */
 function assertNoDuplicateKeys(text: string): void {
-  // Fast path: a document without objects cannot have duplicate keys.
-  if (!text.includes('{')) return;
   let i = 0;
+  let depth = 0;
+  const enter = (at: string): void => {
+    if (++depth > MAX_JSON_DEPTH) throw new UnrepresentableJsonError(`nesting deeper than ${MAX_JSON_DEPTH} levels at ${at}`);
+  };
   const n = text.length;
   const skipWs = (): void => {
     while (i < n && WS.has(text.charCodeAt(i))) i++;
@@ -77,10 +104,12 @@ function assertNoDuplicateKeys(text: string): void {
   };
   const object = (at: string): void => {
     i++; // {
+    enter(at);
     const seen = new Set<string>();
     skipWs();
     if (text.charCodeAt(i) === 0x7d) {
       i++;
+      depth--;
       return;
     }
     for (;;) {
@@ -93,21 +122,29 @@ function assertNoDuplicateKeys(text: string): void {
       value(`${at}.${key}`);
       skipWs();
       const c = text.charCodeAt(i++);
-      if (c === 0x7d) return;
+      if (c === 0x7d) {
+        depth--;
+        return;
+      }
     }
   };
   const array = (at: string): void => {
     i++; // [
+    enter(at);
     skipWs();
     if (text.charCodeAt(i) === 0x5d) {
       i++;
+      depth--;
       return;
     }
     for (let k = 0; ; k++) {
       value(`${at}[${k}]`);
       skipWs();
       const c = text.charCodeAt(i++);
-      if (c === 0x5d) return;
+      if (c === 0x5d) {
+        depth--;
+        return;
+      }
     }
   };
   value('$');

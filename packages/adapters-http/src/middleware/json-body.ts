@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { DomainError } from '@ets/domain';
-import { DuplicateKeyError, JsonSyntaxError, parseStrictJson } from '../json/strict-json.js';
+import { DuplicateKeyError, JsonSyntaxError, parseStrictJson, UnrepresentableJsonError } from '../json/strict-json.js';
 
 /**
  * Reads the body as bytes (bounded by the limit: over it is 413) and parses it as strict JSON:
@@ -30,6 +30,8 @@ export function jsonBody(limitBytes: number) {
           return next(new DomainError('invalid', `Request body is ambiguous: ${e.message}`));
         }
         if (e instanceof JsonSyntaxError) return next(new DomainError('invalid', 'Request body is not valid JSON.'));
+        if (e instanceof UnrepresentableJsonError) return next(new DomainError('invalid', `Request body cannot be processed: ${e.message}.`));
+        if (e instanceof RangeError) return next(new DomainError('invalid', 'Request body cannot be processed: it is nested too deeply.'));
         return next(e);
       }
       next();

@@ -1,0 +1,60 @@
+import type { Hasher, Signer } from '../ports/crypto.js';
+import type { ChainHead, ExecutionEntry, ExecutionTrustRecord, ReleaseContext, SignedTrustRecord } from './records.js';
+
+type UnchainedEntry = Omit<ExecutionEntry, 'previousChainHash' | 'chainHash' | 'chainSignature'>;
+
+/** The canonical digest of an execution that the chain links: the entry without chain fields, with its transaction id. */
+export function executionDigest(hasher: Hasher, businessTransactionId: string, entry: UnchainedEntry): string {
+  return hasher.contentHash({ businessTransactionId, execution: entry });
+}
+
+/** CONTRACT "Execution chain": SHA-256 over the previous hash and the execution's canonical digest. */
+export function chainHashOf(hasher: Hasher, previousChainHash: string | null, digest: string): string {
+  return hasher.sha256Hex(`${previousChainHash ?? ''}:${digest}`);
+}
+
+/**
+ * Links the released execution into the deployment's chain and signs the Execution Trust Record.
+ * Used on the request path and, for an intent left RELEASED by a crash, at restart.
+ */
+export async function buildTrustRecord(
+  deps: { hasher: Hasher; signer: Signer },
+  ctx: ReleaseContext,
+  head: ChainHead,
+  callerId: string,
+  recordedAt: string,
+): Promise<SignedTrustRecord> {
+  const { hasher, signer } = deps;
+  const id = ctx.transaction.businessTransactionId;
+  const digest = executionDigest(hasher, id, ctx.execution);
+  const chainHash = chainHashOf(hasher, head.chainHash, digest);
+  const chainSig = await signer.signText(chainHash);
+  const record: ExecutionTrustRecord = {
+    recordType: 'execution-trust-record',
+    businessTransactionId: id,
+    businessTransactionHash: transactionHash(hasher, ctx.transaction),
+    callerId,
+    transaction: { ...ctx.transaction, policy: { ...ctx.transaction.policy, contentHash: ctx.policy.contentHash } },
+    decision: ctx.decision,
+    assessment: ctx.assessment,
+    executions: [{ ...ctx.execution, previousChainHash: head.chainHash, chainHash, chainSignature: chainSig.signature }],
+    recordedAt,
+  };
+  return signer.sign(record);
+}
+
+/**
+ * Binds an intent and a record to the exact request: the five objects, the signals and the id.
+ * The intent carries only this hash, never the parameters (spec 2.4).
+ */
+export function transactionHash(hasher: Hasher, tx: ReleaseContext['transaction']): string {
+  return hasher.contentHash({
+    businessTransactionId: tx.businessTransactionId,
+    metadata: tx.metadata,
+    authority: tx.authority,
+    authorization: tx.authorization,
+    intent: tx.intent,
+    policy: { ...tx.policy, contentHash: undefined },
+    signals: tx.signals,
+  });
+}

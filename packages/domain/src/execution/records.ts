@@ -1,0 +1,137 @@
+import type { Signed } from '../ports/crypto.js';
+import type { PolicyDecision } from '../policy/index.js';
+
+/**
+ * The signed records of the execution pipeline (spec 2.3, 2.4; CONTRACT "Execution chain",
+ * "Signed records"). Every record names its own kind in `recordType`, so an offline verifier can
+ * tell what it holds. Added fields are optional for older records (spec 9.5).
+ */
+export interface PolicyBinding {
+  name: string;
+  version: string;
+  /** SHA-256 of the RFC 8785 canonical policy document. */
+  contentHash: string;
+}
+
+/** The five objects of spec 2.2, as received (already validated), plus the caller's signals. */
+export interface BusinessTransaction {
+  businessTransactionId: string;
+  metadata: Record<string, unknown> & { tenantId?: string };
+  authority: Record<string, unknown> & { principalId: string; authorityId: string };
+  authorization: Record<string, unknown> & { authorityId: string };
+  intent: Record<string, unknown> & { action: string; parameters: Record<string, unknown> };
+  policy: Record<string, unknown> & { name: string; version: string };
+  signals: Record<string, unknown>;
+}
+
+export type CheckStatus = 'VERIFIED' | 'NOT_REQUIRED' | 'FAILED';
+
+export interface Assessment {
+  authority: { status: CheckStatus; callerId: string; principalId: string; grant: null | Record<string, unknown> };
+  businessValidation: { status: CheckStatus; sourcedSignals: string[] };
+  execution: { status: 'EXECUTED' | 'NOT_RELEASED' | 'REFUSED' };
+}
+
+/** One release of the action to a connector, linked into the deployment's execution chain. */
+export interface ExecutionEntry {
+  executionId: string;
+  connector: string;
+  action: string;
+  status: 'SUCCEEDED';
+  releasedAt: string;
+  completedAt: string;
+  /** SHA-256 of the canonical connector result (the result itself is in `result`). */
+  resultHash: string;
+  result: unknown;
+  /** `chainHash` of the deployment's previous execution; null for the first. */
+  previousChainHash?: string | null;
+  /** SHA-256 hex of `${previousChainHash ?? ''}:${digest}` where digest is the contentHash of this entry without chain fields. */
+  chainHash?: string;
+  /** Base64 signature of `chainHash` with the record's signing key (keyId). */
+  chainSignature?: string;
+}
+
+export interface ExecutionTrustRecord {
+  recordType: 'execution-trust-record';
+  businessTransactionId: string;
+  businessTransactionHash: string;
+  callerId: string;
+  transaction: Omit<BusinessTransaction, 'policy'> & { policy: BusinessTransaction['policy'] & { contentHash: string } };
+  decision: PolicyDecision;
+  assessment?: Assessment;
+  executions: ExecutionEntry[];
+  recordedAt: string;
+}
+
+export interface RefusalRecord {
+  recordType: 'refusal-record';
+  businessTransactionId: string;
+  businessTransactionHash: string;
+  callerId: string;
+  principalId: string;
+  action: string;
+  policy: { name: string; version: string };
+  /** Same value as `transaction.policy.contentHash` of an approval under the same policy. */
+  policyContentHash?: string;
+  decision: PolicyDecision;
+  matchedRuleId: string | null;
+  reason: string;
+  assessment?: Assessment;
+  refusedAt: string;
+}
+
+/**
+ * Signed and stored before release (spec 2.4): only facts that exist before release, never the
+ * parameters (bound through businessTransactionHash) and never the result.
+ */
+export interface ExecutionIntent {
+  recordType: 'execution-intent';
+  businessTransactionId: string;
+  businessTransactionHash: string;
+  action: string;
+  connector: string;
+  callerId: string;
+  principalId: string;
+  tenantId?: string;
+  policy: PolicyBinding;
+  decision: PolicyDecision;
+  preparedAt: string;
+}
+
+export type IntentState = 'PREPARED' | 'RELEASED' | 'FINALIZED' | 'ERRORED' | 'RESOLVED';
+
+export interface IntentResolution {
+  /** What the operator found at the connector. */
+  found: 'EXECUTED' | 'NOT_EXECUTED';
+  note: string;
+  resolvedBy: string;
+  resolvedAt: string;
+  previousState: 'PREPARED' | 'ERRORED';
+}
+
+/** Operational status beside the intent: not signed, it changes. */
+export interface IntentStatus {
+  state: IntentState;
+  updatedAt: string;
+  /** Why the release stage failed (ERRORED). */
+  error?: { phase: 'before-send' | 'outcome-unknown'; message: string };
+  resolution?: IntentResolution;
+}
+
+/** Internal: what is saved at RELEASED so the Trust Record can be rebuilt after a crash. Never returned. */
+export interface ReleaseContext {
+  transaction: BusinessTransaction;
+  decision: PolicyDecision;
+  policy: PolicyBinding;
+  assessment: Assessment;
+  execution: Omit<ExecutionEntry, 'previousChainHash' | 'chainHash' | 'chainSignature'>;
+}
+
+export type SignedTrustRecord = Signed<ExecutionTrustRecord>;
+export type SignedRefusal = Signed<RefusalRecord>;
+export type SignedIntent = Signed<ExecutionIntent>;
+
+/** What a chain link is computed from: the head before it. */
+export interface ChainHead {
+  chainHash: string | null;
+}

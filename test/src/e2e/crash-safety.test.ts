@@ -1,0 +1,155 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { verifyRecord } from '@ets/adapters-crypto';
+import { createDataSource, migrate } from '@ets/adapters-persistence';
+import {
+  apiKeysEnv,
+  bearer,
+  businessTransaction,
+  makeKey,
+  publishPolicy,
+  spawnServer,
+  STORAGE_TARGETS,
+  type ProvisionedTarget,
+  type SpawnedServer,
+} from '@ets/test-support';
+
+const agent = makeKey('agent-7', { holder: 'SERVICE', capabilities: ['*'], tenants: ['t1'] });
+const human = makeKey('ops', { holder: 'USER', capabilities: ['*'] });
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 10000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+describe.each(STORAGE_TARGETS)('crash safety of the execution pipeline on $name (SIGKILL and restart)', (factory) => {
+  let db: ProvisionedTarget;
+  let env: Record<string, string>;
+  let dataDir: string;
+
+  const start = () => spawnServer(env);
+  const intentState = async (s: SpawnedServer, id: string): Promise<string | undefined> => {
+    const r = await request(s.url).get(`/execution-intents/${id}`).set('authorization', bearer(agent));
+    return r.status === 200 ? (r.body.status.state as string) : undefined;
+  };
+  const journal = (): string[] => {
+    const file = path.join(dataDir, 'sandbox-releases.jsonl');
+    return existsSync(file)
+      ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { businessTransactionId: string }).businessTransactionId)
+      : [];
+  };
+
+  it('prepares', async () => {
+    db = await factory.provision();
+    dataDir = db.target.kind === 'sqlite' ? path.dirname(db.target.file) : mkdtempSync(path.join(os.tmpdir(), 'ets-crash-'));
+    cleanups.push(async () => {
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+    env = {
+      SVC_DATA_DIR: dataDir,
+      SVC_SANDBOX: 'true',
+      ...apiKeysEnv(agent, human),
+      ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}),
+    };
+    const ds = createDataSource(db.target);
+    await ds.initialize();
+    await migrate(ds);
+    await publishPolicy(ds);
+    await ds.destroy();
+  });
+
+  it('killed during release (after the intent commit): the intent is PREPARED and listed for reconciliation', async () => {
+    let server = await start();
+    const tx = businessTransaction({ intent: { action: 'sandbox:echo', parameters: { sandboxDelayMs: 30000 } } });
+    const id = tx.businessTransactionId as string;
+    void request(server.url).post('/execute').set('authorization', bearer(agent)).send(tx).catch(() => undefined);
+    await until('the release to start', async () => (journal().includes(id) ? true : undefined));
+    expect(await intentState(server, id)).toBe('PREPARED');
+    server.child.kill('SIGKILL');
+    await server.stop('SIGKILL');
+
+    server = await start();
+    try {
+      expect(server.output()).toContain('need reconciliation');
+      expect(await intentState(server, id)).toBe('PREPARED');
+      const listed = await request(server.url).get('/execution-intents').set('authorization', bearer(agent));
+      expect((listed.body.intents as { intent: { businessTransactionId: string } }[]).map((i) => i.intent.businessTransactionId)).toContain(id);
+      expect((await request(server.url).get(`/trust-records/${id}`).set('authorization', bearer(agent))).status).toBe(404);
+      const resolved = await request(server.url)
+        .post(`/execution-intents/${id}/resolve`)
+        .set('authorization', bearer(human))
+        .send({ found: 'EXECUTED', note: 'The sandbox echoed it before the crash.' });
+      expect(resolved.body.status.state).toBe('RESOLVED');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('killed after release and before the record: the RELEASED intent is finalized at restart from its saved context', async () => {
+    let server = await start();
+    const tx = businessTransaction({ intent: { action: 'sandbox:echo', parameters: { sandboxPauseAfterReleaseMs: 30000, n: 1 } } });
+    const id = tx.businessTransactionId as string;
+    void request(server.url).post('/execute').set('authorization', bearer(agent)).send(tx).catch(() => undefined);
+    await until('RELEASED', async () => ((await intentState(server, id)) === 'RELEASED' ? true : undefined));
+    await server.stop('SIGKILL');
+
+    server = await start();
+    try {
+      expect(await intentState(server, id)).toBe('FINALIZED');
+      const record = await request(server.url).get(`/trust-records/${id}`).set('authorization', bearer(agent));
+      expect(record.status).toBe(200);
+      expect(record.body.executions[0].result).toMatchObject({ echo: { n: 1 } });
+      const jwks = (await request(server.url).get('/.well-known/jwks.json')).body;
+      expect(verifyRecord(record.body, jwks).valid).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('killed at arbitrary moments under load: every release that reached the connector has a stored signed intent', async () => {
+    for (let round = 0; round < 3; round++) {
+      const server = await start();
+      const sent: string[] = [];
+      const load = (async () => {
+        for (let i = 0; i < 400; i++) {
+          const batch = Array.from({ length: 8 }, () => businessTransaction());
+          sent.push(...batch.map((b) => b.businessTransactionId as string));
+          await Promise.all(batch.map((b) => request(server.url).post('/execute').set('authorization', bearer(agent)).send(b).catch(() => undefined)));
+        }
+      })();
+      await sleep(150 + round * 170);
+      await server.stop('SIGKILL');
+      await load;
+    }
+    const server = await start();
+    try {
+      const jwks = (await request(server.url).get('/.well-known/jwks.json')).body;
+      const released = journal();
+      expect(released.length).toBeGreaterThan(0);
+      for (const id of released) {
+        const r = await request(server.url).get(`/execution-intents/${id}`).set('authorization', bearer(agent));
+        expect(`${id}: ${r.status}`).toBe(`${id}: 200`);
+        expect(verifyRecord(r.body.intent, jwks).valid).toBe(true);
+        // Nothing stays RELEASED after a restart: it was finalized from its saved context.
+        expect(['FINALIZED', 'PREPARED', 'RESOLVED']).toContain(r.body.status.state);
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});
