@@ -11,3 +11,4 @@ export * from './identity/auth-audit.js';
 export * from './policy/index.js';
 export * from './execution/index.js';
 export * from './governance/index.js';
+export * from './verification/index.js';
