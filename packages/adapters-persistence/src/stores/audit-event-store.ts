@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { AuditEvent, AuditEventStore, Signed } from '@ets/domain';
 import { BatchWriter } from '../batch-writer.js';
+import { writeSerially } from './serial-writes.js';
 import { AuditEventEntity, type AuditEventRow } from '../entities/index.js';
 
 /** Audit events, appended with group commit (authentication is audited on every keyed request). */
@@ -23,7 +24,9 @@ export class TypeOrmAuditEventStore implements AuditEventStore {
   }
 
   private async insert(rows: AuditEventRow[]): Promise<void> {
-    await this.ds.createQueryBuilder().insert().into(AuditEventEntity).values(rows).execute();
+    // On SQLite, through the single writer: a bare insert issued while another store's transaction
+    // is open on the shared connection would join it, and vanish if that transaction rolls back.
+    await writeSerially(this.ds, () => this.ds.createQueryBuilder().insert().into(AuditEventEntity).values(rows).execute());
   }
 
   async list(query: { callerId?: string; limit: number; before?: string; kind?: AuditEvent['kind'] }): Promise<Signed<AuditEvent>[]> {

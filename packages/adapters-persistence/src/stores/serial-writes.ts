@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { withSqliteWriteLock } from './execution-store.js';
+import { withSqliteWriteLock } from './sqlite-writer.js';
 
 /**
  * Runs one write. SQLite: in the DataSource's write queue (see `withSqliteWriteLock`: TypeORM has
