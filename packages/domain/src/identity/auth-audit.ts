@@ -1,34 +1,21 @@
-import { DomainError } from '../shared/errors.js';
 import type { AuditEventStore, AuthEvent } from '../ports/audit.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { Signer } from '../ports/crypto.js';
+import { appendSignedEvent, type AuditDeps } from './signed-audit.js';
 
-/**
- * Signs and stores one event per authentication attempt (spec 6). Auditing fails closed: when the
- * event cannot be signed or stored the request must not go on unaudited.
- */
+/** One signed event per authentication attempt, successful or not (spec 6). Fails closed. */
 export class AuthenticationAudit {
-  constructor(
-    private readonly signer: Signer,
-    private readonly store: AuditEventStore,
-    private readonly clock: Clock,
-    private readonly ids: IdGenerator,
-  ) {}
+  private readonly deps: AuditDeps;
 
-  async record(attempt: { callerId: string | null; method: string; route: string; outcome: AuthEvent['outcome'] }): Promise<void> {
-    const event: AuthEvent = {
-      eventId: this.ids.uuid(),
-      kind: 'caller-authentication',
-      callerId: attempt.callerId,
-      route: attempt.route,
-      method: attempt.method,
-      outcome: attempt.outcome,
-      occurredAt: this.clock.now().toISOString(),
-    };
-    try {
-      await this.store.append(await this.signer.sign(event));
-    } catch (cause) {
-      throw new DomainError('unavailable', 'Audit log is unavailable; the request was not processed.', 'AUDIT_UNAVAILABLE', undefined, { cause });
-    }
+  constructor(signer: Signer, store: AuditEventStore, clock: Clock, ids: IdGenerator) {
+    this.deps = { signer, store, clock, ids };
+  }
+
+  record(attempt: { callerId: string | null; method: string; route: string; outcome: AuthEvent['outcome'] }): Promise<void> {
+    return appendSignedEvent<AuthEvent>(
+      this.deps,
+      (base) => ({ eventId: base.eventId, kind: 'caller-authentication', callerId: attempt.callerId, route: attempt.route, method: attempt.method, outcome: attempt.outcome, occurredAt: base.occurredAt }),
+      'Audit log is unavailable; the request was not processed.',
+    );
   }
 }
