@@ -1,7 +1,7 @@
 import { DomainError } from '../shared/errors.js';
 import type { AuditEvent, AuditEventStore } from '../ports/audit.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
-import type { Signer } from '../ports/crypto.js';
+import type { Signed, Signer } from '../ports/crypto.js';
 
 export interface AuditDeps {
   signer: Signer;
@@ -21,7 +21,7 @@ export async function appendSignedEvent<E extends AuditEvent>(
 ): Promise<void> {
   const event = build({ eventId: deps.ids.uuid(), occurredAt: deps.clock.now().toISOString() });
   try {
-    await deps.store.append(await deps.signer.sign(event));
+    await deps.store.append((await deps.signer.sign(event)) as Signed<AuditEvent>);
   } catch (cause) {
     throw new DomainError('unavailable', failureMessage, 'AUDIT_UNAVAILABLE', undefined, { cause });
   }
