@@ -15,9 +15,9 @@ export class GovernanceAudit {
   }
 
   record(e: Pick<GovernanceEvent, 'callerId' | 'action' | 'subjectType' | 'subjectId' | 'summary'>): Promise<void> {
-    return appendSignedEvent<GovernanceEvent>(
+    return appendSignedEvent(
       this.deps,
-      (base) => ({ eventId: base.eventId, kind: 'governance', callerId: e.callerId, action: e.action, subjectType: e.subjectType, subjectId: e.subjectId, summary: e.summary, occurredAt: base.occurredAt }),
+      (base): GovernanceEvent => ({ eventId: base.eventId, kind: 'governance', callerId: e.callerId, action: e.action, subjectType: e.subjectType, subjectId: e.subjectId, summary: e.summary, occurredAt: base.occurredAt }),
       'Audit log is unavailable; the governance event could not be recorded.',
     );
   }

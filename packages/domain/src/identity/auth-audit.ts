@@ -12,9 +12,9 @@ export class AuthenticationAudit {
   }
 
   record(attempt: { callerId: string | null; method: string; route: string; outcome: AuthEvent['outcome'] }): Promise<void> {
-    return appendSignedEvent<AuthEvent>(
+    return appendSignedEvent(
       this.deps,
-      (base) => ({ eventId: base.eventId, kind: 'caller-authentication', callerId: attempt.callerId, route: attempt.route, method: attempt.method, outcome: attempt.outcome, occurredAt: base.occurredAt }),
+      (base): AuthEvent => ({ eventId: base.eventId, kind: 'caller-authentication', callerId: attempt.callerId, route: attempt.route, method: attempt.method, outcome: attempt.outcome, occurredAt: base.occurredAt }),
       'Audit log is unavailable; the request was not processed.',
     );
   }
