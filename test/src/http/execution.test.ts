@@ -49,6 +49,7 @@ describe.each(STORAGE_TARGETS)('execution pipeline on $name', (factory) => {
     expect(record.executions[0]).toEqual(expect.objectContaining({ chainHash: expect.stringMatching(/^[0-9a-f]{64}$/), chainSignature: expect.any(String) }));
     expect(verifyRecord(record, jwks)).toEqual(expect.objectContaining({ valid: true }));
     expect((await get(`/trust-records/${tx.businessTransactionId}`)).body).toEqual(record);
+    expect((await get(`/transactions/${tx.businessTransactionId}`)).body).toMatchObject({ outcome: 'EXECUTED', trustRecord: record, refusal: null });
 
     const intent = await get(`/execution-intents/${tx.businessTransactionId}`);
     expect(intent.status).toBe(200);

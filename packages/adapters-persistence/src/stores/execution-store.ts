@@ -88,6 +88,7 @@ const SQL = {
     finalizeState:
       "UPDATE execution_intents SET state = 'FINALIZED', release_context = NULL, updated_at = ? WHERE business_transaction_id = ? AND state = 'RELEASED'",
     finalizeHead: 'UPDATE execution_chain SET head_hash = ?, updated_at = ? WHERE id = 1',
+    finalizeClaim: "UPDATE business_transactions SET outcome = 'EXECUTED' WHERE business_transaction_id = ?",
     resolveRead: 'SELECT state, status_detail FROM execution_intents WHERE business_transaction_id = ?',
   },
   pg: {
@@ -102,7 +103,8 @@ const SQL = {
         WHERE business_transaction_id = $1 AND state = 'RELEASED' RETURNING 1)
       SELECT head_hash FROM execution_chain WHERE id = 1 AND EXISTS (SELECT 1 FROM u) FOR UPDATE`,
     // params: id, body, at, newHead
-    finalizeWrite: `WITH r AS (INSERT INTO trust_records ${RECORD_COLUMNS} VALUES ($1, $2, $3))
+    finalizeWrite: `WITH r AS (INSERT INTO trust_records ${RECORD_COLUMNS} VALUES ($1, $2, $3)),
+        c AS (UPDATE business_transactions SET outcome = 'EXECUTED' WHERE business_transaction_id = $1)
       UPDATE execution_chain SET head_hash = $4, updated_at = $3 WHERE id = 1`,
     resolveRead: 'SELECT state, status_detail FROM execution_intents WHERE business_transaction_id = $1 FOR UPDATE',
   },
@@ -252,6 +254,7 @@ export class TypeOrmExecutionStore implements ExecutionStore {
       if (moved.affected !== 1) throw new Error(`finalize: execution intent '${id}' left RELEASED during finalize`);
       await run(SQL.sqlite.record, [id, JSON.stringify(record), at]);
       await run(SQL.sqlite.finalizeHead, [newHead, at]);
+      await run(SQL.sqlite.finalizeClaim, [id]);
       return record;
     });
   }

@@ -13,8 +13,8 @@ import type {
 export interface TransactionClaim {
   businessTransactionId: string;
   callerId: string;
-  /** What became of it. */
-  outcome: 'REFUSED' | 'RECORDED' | 'EXECUTING';
+  /** What became of it: refused by policy, recorded without release, released (EXECUTING until its Trust Record is stored, then EXECUTED). */
+  outcome: 'REFUSED' | 'RECORDED' | 'EXECUTING' | 'EXECUTED';
   createdAt: string;
 }
 
