@@ -66,7 +66,7 @@ describe('Business Transaction validation (spec 2.2, 7)', () => {
     ['policy', 'version'],
   ])('names %s.%s when it is not a string', (o, f) => {
     for (const bad of [undefined, null, 1, {}, []]) {
-      const body = valid() as Record<string, Record<string, unknown>>;
+      const body = valid() as unknown as Record<string, Record<string, unknown>>;
       body[o] = { ...body[o], [f]: bad };
       expect(messageOf(body)).toBe(`${o}.${f} is required and must be a string.`);
     }
