@@ -1,20 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { DomainError, type Logger } from '@ets/domain';
+import { DomainError, recordingLogger } from '@ets/domain';
 import { createHttpApp } from './app.js';
 import type { RouteModule } from './route-table.js';
 
-function memoryLogger() {
-  const lines: { level: string; obj: object; msg?: string }[] = [];
-  const make = (bindings: object): Logger => ({
-    debug: (obj, msg) => lines.push({ level: 'debug', obj: { ...bindings, ...obj }, msg }),
-    info: (obj, msg) => lines.push({ level: 'info', obj: { ...bindings, ...obj }, msg }),
-    warn: (obj, msg) => lines.push({ level: 'warn', obj: { ...bindings, ...obj }, msg }),
-    error: (obj, msg) => lines.push({ level: 'error', obj: { ...bindings, ...obj }, msg }),
-    child: (b) => make({ ...bindings, ...b }),
-  });
-  return { logger: make({}), lines };
-}
+const memoryLogger = recordingLogger;
 
 const testRoutes: RouteModule = (t) => {
   t.post('/echo', { auth: 'none' }, (req, res) => {

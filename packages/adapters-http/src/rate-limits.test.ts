@@ -3,7 +3,7 @@ import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { createClient } from 'redis';
 import type { RequestHandler } from 'express';
-import { DomainError, silentLogger, type Logger } from '@ets/domain';
+import { DomainError, recordingLogger, silentLogger, type Logger } from '@ets/domain';
 import { createHttpApp } from './app.js';
 import { createRateLimiters, type RateLimiters, type RateLimitOptions } from './rate-limits.js';
 import type { RouteModule } from './route-table.js';
@@ -11,17 +11,7 @@ import type { RouteModule } from './route-table.js';
 const RATE_LIMITED_BODY = '{"error":"Rate limit exceeded. Try again later.","code":"RATE_LIMITED"}';
 const KEYS: Record<string, string> = { 'key-a': 'caller-a', 'key-b': 'caller-b' };
 
-function memoryLogger() {
-  const lines: { level: string; obj: object; msg?: string }[] = [];
-  const make = (bindings: object): Logger => ({
-    debug: (obj, msg) => lines.push({ level: 'debug', obj: { ...bindings, ...obj }, msg }),
-    info: (obj, msg) => lines.push({ level: 'info', obj: { ...bindings, ...obj }, msg }),
-    warn: (obj, msg) => lines.push({ level: 'warn', obj: { ...bindings, ...obj }, msg }),
-    error: (obj, msg) => lines.push({ level: 'error', obj: { ...bindings, ...obj }, msg }),
-    child: (b) => make({ ...bindings, ...b }),
-  });
-  return { logger: make({}), lines };
-}
+const memoryLogger = recordingLogger;
 
 const open: RateLimiters[] = [];
 afterEach(async () => {

@@ -14,3 +14,21 @@ export const silentLogger: Logger = {
   error: () => undefined,
   child: () => silentLogger,
 };
+
+export interface RecordedLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  obj: object;
+  msg?: string;
+}
+
+/** A logger that keeps every line in memory, with child bindings merged: for tests of what gets logged. */
+export function recordingLogger(): { logger: Logger; lines: RecordedLine[] } {
+  const lines: RecordedLine[] = [];
+  const make = (bindings: object): Logger => {
+    const at = (level: RecordedLine['level']) => (obj: object, msg?: string) => {
+      lines.push({ level, obj: { ...bindings, ...obj }, msg });
+    };
+    return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (b) => make({ ...bindings, ...b }) };
+  };
+  return { logger: make({}), lines };
+}
