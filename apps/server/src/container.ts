@@ -2,7 +2,16 @@ import 'reflect-metadata';
 import { Container } from 'inversify';
 import type { DataSource } from 'typeorm';
 import type { RequestHandler } from 'express';
-import { TypeOrmExecutionStore, TypeOrmHandbookLeadStore, TypeOrmAuditEventStore, TypeOrmPendingChangeStore, TypeOrmPolicyStore, TypeOrmStorageHealth } from '@ets/adapters-persistence';
+import {
+  TypeOrmExecutionStore,
+  TypeOrmHandbookLeadStore,
+  TypeOrmAuditEventStore,
+  TypeOrmPendingChangeStore,
+  TypeOrmPolicyStore,
+  TypeOrmReceiptStore,
+  TypeOrmStorageHealth,
+  TypeOrmVerificationStore,
+} from '@ets/adapters-persistence';
 import { Ed25519StepUpVerifier, JwksSignatureVerifier, KeyRingSigner, Sha256Hasher, type KeyRing } from '@ets/adapters-crypto';
 import {
   bearerAuthentication,
@@ -20,6 +29,7 @@ import {
   signingKeyRoutes,
   type HttpApp,
   type RouteModule,
+  verificationRoutes,
 } from '@ets/adapters-http';
 import {
   AuthenticationAudit,
@@ -43,6 +53,9 @@ import {
   type SignatureVerifier,
   type Signer,
   type StorageHealth,
+  VerificationService,
+  type ReceiptStore,
+  type VerificationStore,
 } from '@ets/domain';
 import type { Settings } from './config/settings.js';
 import { ApiKeyDirectory } from './keys/api-keys.js';
@@ -134,6 +147,24 @@ export function buildContainer(res: OpenedResources): Container {
     });
   });
 
+  // Verification, receipts, replay
+  c.bind<VerificationStore>(TOKENS.VerificationStore).toDynamicValue((ctx) => new TypeOrmVerificationStore(get(ctx, TOKENS.DataSource)));
+  c.bind<ReceiptStore>(TOKENS.ReceiptStore).toDynamicValue((ctx) => new TypeOrmReceiptStore(get(ctx, TOKENS.DataSource)));
+  c.bind<VerificationService>(TOKENS.VerificationService).toDynamicValue(
+    (ctx) =>
+      new VerificationService({
+        records: get(ctx, TOKENS.ExecutionStore),
+        policies: get(ctx, TOKENS.PolicyStore),
+        verifications: get(ctx, TOKENS.VerificationStore),
+        receipts: get(ctx, TOKENS.ReceiptStore),
+        signer: get(ctx, TOKENS.Signer),
+        verifier: get(ctx, TOKENS.SignatureVerifier),
+        hasher: get(ctx, TOKENS.Hasher),
+        clock: get(ctx, TOKENS.Clock),
+        ids: get(ctx, TOKENS.IdGenerator),
+      }),
+  );
+
   // HTTP
   c.bind<RouteModule[]>(TOKENS.RouteModules).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
@@ -149,6 +180,7 @@ export function buildContainer(res: OpenedResources): Container {
         verifier: get(ctx, TOKENS.SignatureVerifier),
         clock: get(ctx, TOKENS.Clock),
       }),
+      verificationRoutes({ service: get(ctx, TOKENS.VerificationService) }),
       handbookRoutes({ leads: new TypeOrmHandbookLeadStore(get(ctx, TOKENS.DataSource)), clock: get(ctx, TOKENS.Clock), downloadUrl: '/documentation' }),
     ];
   });
@@ -165,7 +197,7 @@ export function buildContainer(res: OpenedResources): Container {
   c.bind<HttpApp>(TOKENS.HttpApp).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     const rl = get<RateLimiters>(ctx, TOKENS.RateLimiters);
-    const authenticate: RequestHandler = settings.authDisabled
+    const authenticate = settings.authDisabled
       ? noAuthentication()
       : bearerAuthentication({ directory: get(ctx, TOKENS.CallerDirectory), audit: get(ctx, TOKENS.AuthenticationAudit) });
     return createHttpApp({

@@ -9,8 +9,12 @@ export interface HttpAppOptions {
   logger: Logger;
   bodyLimitBytes: number;
   modules: RouteModule[];
-  /** Caller authentication for `auth: 'key'` routes; sets `res.locals.caller` or fails with 401. */
-  authenticate: RequestHandler;
+  /**
+   * Caller authentication for `auth: 'key'` routes: `identify` sets `res.locals.caller` or fails with
+   * 401; `audit` records the successful authentication after the per-caller rate limit. A single
+   * handler stands for `identify` with nothing to audit.
+   */
+  authenticate: RequestHandler | { identify: RequestHandler; audit: RequestHandler };
   /** Rate limiters by name; a route names the one it needs (spec 8). */
   limiters: Partial<Record<LimiterName, RequestHandler>>;
   /** Runs after authentication, for limiters keyed by caller (the execute limiter). */
@@ -28,8 +32,8 @@ export interface HttpApp {
 
 /**
  * Builds the Express application. Order per route: rate limit (public routes) or failed-authentication
- * limit (keyed routes), authentication (before any body is read, spec 5.2), the per-caller limit,
- * body parsing, the handler; then one error handler.
+ * limit (keyed routes), caller identification (before any body is read, spec 5.2), the per-caller
+ * limit, the audit of the authentication, body parsing, the handler; then one error handler.
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   const app = express();
@@ -41,6 +45,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const table = new RouteTable();
   for (const mod of options.modules) mod(table);
   const body = jsonBody(options.bodyLimitBytes);
+  const auth = typeof options.authenticate === 'function' ? { identify: options.authenticate, audit: undefined } : options.authenticate;
 
   for (const route of table.routes) {
     const chain: RequestHandler[] = [];
@@ -48,9 +53,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     if (route.limiter && route.auth === 'none' && options.limiters[route.limiter]) chain.push(options.limiters[route.limiter]!);
     if (route.auth === 'key') {
       if (options.authFailure) chain.push(options.authFailure);
-      chain.push(options.authenticate);
+      chain.push(auth.identify);
       const byCaller = route.limiter && options.callerLimiters?.[route.limiter];
       if (byCaller) chain.push(byCaller);
+      if (auth.audit) chain.push(auth.audit);
     }
     if (route.method !== 'get') chain.push(...body);
     chain.push(async (req: Request, res: Response) => {

@@ -14,21 +14,28 @@ export interface AuthenticationOptions {
  * Caller authentication (spec 5): `Authorization: Bearer <key>` or 401, before any body is read.
  * Every attempt, successful or not, is a signed audit event; if it cannot be stored the request
  * fails (AUDIT_UNAVAILABLE) rather than going on unaudited.
+ *
+ * Two steps, so that the per-caller rate limit can sit between them: `identify` resolves the key
+ * (a failure is audited and answered 401 at once); `audit` records the success. A request the
+ * per-caller limiter refuses is therefore never signed or stored (spec 7: nothing is signed).
  */
-export function bearerAuthentication(options: AuthenticationOptions): RequestHandler {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    const match = BEARER.exec(req.get('authorization') ?? '');
-    const caller = match ? options.directory.authenticate(match[1]!) : undefined;
-    const route = (req.route as { path?: string } | undefined)?.path ?? req.path;
-    await options.audit.record({
-      callerId: caller?.callerId ?? null,
-      method: req.method,
-      route,
-      outcome: caller ? 'SUCCESS' : 'FAILURE',
-    });
-    if (!caller) return next(new DomainError('unauthenticated', AUTHENTICATION_REQUIRED));
-    res.locals.caller = caller;
-    next();
+export function bearerAuthentication(options: AuthenticationOptions): { identify: RequestHandler; audit: RequestHandler } {
+  const routeOf = (req: Request): string => (req.route as { path?: string } | undefined)?.path ?? req.path;
+  return {
+    identify: async (req: Request, res: Response, next: NextFunction) => {
+      const match = BEARER.exec(req.get('authorization') ?? '');
+      const caller = match ? options.directory.authenticate(match[1]!) : undefined;
+      if (!caller) {
+        await options.audit.record({ callerId: null, method: req.method, route: routeOf(req), outcome: 'FAILURE' });
+        return next(new DomainError('unauthenticated', AUTHENTICATION_REQUIRED));
+      }
+      res.locals.caller = caller;
+      next();
+    },
+    audit: async (req: Request, res: Response, next: NextFunction) => {
+      await options.audit.record({ callerId: callerOf(res).callerId, method: req.method, route: routeOf(req), outcome: 'SUCCESS' });
+      next();
+    },
   };
 }
 
@@ -41,10 +48,13 @@ export const AUTH_DISABLED_CALLER: Caller & { authDisabled: true } = {
   authDisabled: true,
 };
 
-export function noAuthentication(): RequestHandler {
-  return (_req, res, next) => {
-    res.locals.caller = AUTH_DISABLED_CALLER;
-    next();
+export function noAuthentication(): { identify: RequestHandler; audit: RequestHandler } {
+  return {
+    identify: (_req, res, next) => {
+      res.locals.caller = AUTH_DISABLED_CALLER;
+      next();
+    },
+    audit: (_req, _res, next) => next(),
   };
 }
 
