@@ -12,3 +12,4 @@ export * from './routes/paging.js';
 export * from './routes/policies.js';
 export * from './rate-limits.js';
 export * from './routes/handbook.js';
+export * from './routes/verification.js';

@@ -6,3 +6,4 @@ export * from './stores/handbook-lead-store.js';
 export * from './stores/execution-store.js';
 export * from './stores/pending-change-store.js';
 export * from './stores/policy-store.js';
+export * from './stores/verification-store.js';

@@ -1,4 +1,5 @@
 import type { Signed } from '../ports/crypto.js';
+import type { PolicyDecision } from '../policy/index.js';
 
 /** The outcome of one check of a verification. */
 export interface CheckResult {
@@ -41,6 +42,27 @@ export interface Receipt {
   decision: { action: string; reason: string; requires_override: boolean };
   executionStatus: string;
   issuedAt: string;
+}
+
+/**
+ * The answer of `POST /replay`: the recorded decision re-evaluated with the recorded policy
+ * content and the recorded signals, and the record's signature(s) checked again. Computed on
+ * request; neither stored nor signed (it is a diagnosis, not evidence: a Verification is).
+ */
+export interface ReplayResult {
+  businessTransactionId: string;
+  /** True when the stored policy content still hashes to the recorded contentHash and decides exactly the recorded decision. */
+  decisionMatches: boolean;
+  recordedDecision: PolicyDecision;
+  /** What the stored policy content decides for the recorded signals and intent; null when it cannot be evaluated (missing or invalid policy). */
+  replayedDecision: PolicyDecision | null;
+  /** The record's signature(s) against the published keys (both in hybrid mode). */
+  signatureValid: boolean;
+  /** The SHA-256 of the stored policy content equals `transaction.policy.contentHash` of the record. */
+  policyContentHashMatches: boolean;
+  replayedAt: string;
+  /** Why something did not match; empty when everything matched. */
+  errors: string[];
 }
 
 export type SignedVerification = Signed<Verification>;
