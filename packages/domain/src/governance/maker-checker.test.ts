@@ -130,7 +130,7 @@ describe('proposing', () => {
     ]);
   });
 
-  it.each([['SERVICE'], ['ROLE'], ['ORGANIZATION'], [undefined]] as const)('refuses holder type %s with 403 NON_HUMAN_CALLER_DENIED', async (holder) => {
+  it.each<[CredentialHolderType | undefined]>([['SERVICE'], ['ROLE'], ['ORGANIZATION'], [undefined]])('refuses holder type %s with 403 NON_HUMAN_CALLER_DENIED', async (holder) => {
     await expect(propose(nonHuman('svc', holder))).rejects.toEqual(refusal('forbidden', 'NON_HUMAN_CALLER_DENIED'));
     expect(store.changes.size).toBe(0);
   });
@@ -196,7 +196,7 @@ describe('refusals (each leaves the change pending and applies nothing)', () => 
     expect(applier.calls).toBe(0);
   };
 
-  it.each([['SERVICE'], ['ROLE'], ['ORGANIZATION'], [undefined]] as const)('403 NON_HUMAN_CALLER_DENIED for holder type %s', async (holder) => {
+  it.each<[CredentialHolderType | undefined]>([['SERVICE'], ['ROLE'], ['ORGANIZATION'], [undefined]])('403 NON_HUMAN_CALLER_DENIED for holder type %s', async (holder) => {
     const svc = nonHuman('svc', holder);
     await expect(mc.approve(change.id, svc, envelope(svc, change.id, 'approve'))).rejects.toEqual(refusal('forbidden', 'NON_HUMAN_CALLER_DENIED'));
     await stillPending();
