@@ -24,3 +24,13 @@ export { KeyRingSigner, type SigningKeySource } from './record-signer.js';
 export { verifyRecord, verifyDetached, JwksSignatureVerifier, type OfflineVerification } from './offline-verifier.js';
 export { Ed25519StepUpVerifier, signStepUpPayload, isEd25519PublicKeyPem } from './step-up.js';
 export { mlDsa65 as mlDsa65Backend, type MlDsa65Backend } from './ml-dsa65.js';
+export {
+  verifyOffline,
+  detectKind,
+  unwrapServedRecord,
+  OFFLINE_RECORD_KINDS,
+  type OfflineRecordKind,
+  type OfflineCheck,
+  type OfflineReport,
+  type UnwrappedRecord,
+} from './offline/index.js';

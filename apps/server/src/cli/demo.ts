@@ -1,0 +1,473 @@
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { parse as parseDotenv } from 'dotenv';
+import { signStepUpPayload, verifyOffline, type JwksLike } from '@ets/adapters-crypto';
+import type { ApiKeyRecord } from '@ets/domain';
+import { loadSettings } from '../config/settings.js';
+import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
+import { CliError } from './errors.js';
+
+const USAGE = `Usage: ets demo --setup DIR          (server stopped) add the demo callers' keys, write DIR/demo.env
+       ets demo --from DIR [--url URL]  (server running, SVC_SANDBOX=true) walk through the service
+       ets demo --url URL --alice-key KEY --alice-step-up PEM_FILE --bob-key KEY --bob-step-up PEM_FILE --agent-key KEY`;
+
+/** The demo's callers: two humans (maker and checker) and an agent. */
+const CALLERS = { alice: 'demo-alice', bob: 'demo-bob', agent: 'demo-agent' } as const;
+const DEMO_TENANT = 'demo';
+const DEMO_POLICY = 'demo-payments';
+const ENV_FILE = 'demo.env';
+/** Names in demo.env, also read from the environment. */
+const ENV = {
+  aliceKey: 'ETS_DEMO_ALICE_KEY',
+  aliceStepUp: 'ETS_DEMO_ALICE_STEP_UP',
+  bobKey: 'ETS_DEMO_BOB_KEY',
+  bobStepUp: 'ETS_DEMO_BOB_STEP_UP',
+  agentKey: 'ETS_DEMO_AGENT_KEY',
+} as const;
+type DemoCredentials = Record<keyof typeof ENV, string>;
+const FLAGS: Record<keyof typeof ENV, string> = {
+  aliceKey: 'alice-key',
+  aliceStepUp: 'alice-step-up',
+  bobKey: 'bob-key',
+  bobStepUp: 'bob-step-up',
+  agentKey: 'agent-key',
+};
+
+/**
+ * `ets demo`: a guided walk through the service against a running server in sandbox mode:
+ * maker-checker governance with a step-up signature, an approved and a refused execution, the
+ * service's Verification and Receipt, and offline verification with only the public keys.
+ *
+ * Keys are operator-managed (no API creates them), so `ets demo --setup DIR`, with the server
+ * stopped, adds the three demo callers to the key file, generates the two humans' Ed25519 step-up
+ * key pairs into DIR and writes DIR/demo.env, which `ets demo --from DIR` reads once the server
+ * (re)started. Exit 0 only when every step went as expected.
+ */
+export async function demoCommand(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      setup: { type: 'string' },
+      from: { type: 'string' },
+      url: { type: 'string' },
+      'alice-key': { type: 'string' },
+      'alice-step-up': { type: 'string' },
+      'bob-key': { type: 'string' },
+      'bob-step-up': { type: 'string' },
+      'agent-key': { type: 'string' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (positionals.length > 0) throw new CliError(`Unexpected argument '${positionals[0]}'.\n${USAGE}`, 2);
+  if (values.setup !== undefined) {
+    if (Object.keys(values).length > 1) throw new CliError(`--setup takes no other option.\n${USAGE}`, 2);
+    return setup(values.setup);
+  }
+  const credentials = resolveCredentials(values as Record<string, string | undefined>);
+  const baseUrl = values.url ?? defaultBaseUrl();
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme');
+  } catch {
+    throw new CliError(`--url ${baseUrl} is not an http(s) URL.`, 2);
+  }
+  await new Demo(url.href.replace(/\/+$/, ''), credentials, readStepUpKeys(credentials)).run();
+}
+
+// ---- setup -------------------------------------------------------------------------------------
+
+function setup(dirArg: string): void {
+  if (dirArg.trim() === '') throw new CliError(`--setup needs a folder.\n${USAGE}`, 2);
+  const dir = path.resolve(dirArg);
+  const envFile = path.join(dir, ENV_FILE);
+  if (existsSync(envFile)) {
+    throw new CliError(`${envFile} exists: the demo is already set up there. Start the server (SVC_SANDBOX=true npm start) and run: ets demo --from ${dirArg}`, 2);
+  }
+  const settings = loadSettings();
+  if (settings.apiKeysInline !== undefined) {
+    throw new CliError('SVC_API_KEYS is set: the server takes its keys from it, not from the key file. Unset it to set up the demo.', 2);
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+
+  const stepUp = (name: string): { file: string; publicKeyPem: string } => {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const file = `${name}-step-up.pem`;
+    writeFileSync(path.join(dir, file), privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
+    chmodSync(path.join(dir, file), 0o600);
+    return { file, publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }) as string };
+  };
+  const alice = stepUp('alice');
+  const bob = stepUp('bob');
+  const raw = { alice: generateRawKey(), bob: generateRawKey(), agent: generateRawKey() };
+  const createdAt = new Date().toISOString();
+  const human = (callerId: string, key: string, publicKeyPem: string): ApiKeyRecord => ({
+    callerId,
+    keyHash: hashKey(key),
+    credentialHolderType: 'USER',
+    allowedCapabilities: [],
+    allowedTenantIds: [],
+    stepUpPublicKey: publicKeyPem,
+    createdAt,
+  });
+  const file = new ApiKeyFile(settings.apiKeysFile);
+  const firstKeys = !file.exists();
+  file.write([
+    ...file.read(),
+    human(CALLERS.alice, raw.alice, alice.publicKeyPem),
+    human(CALLERS.bob, raw.bob, bob.publicKeyPem),
+    {
+      callerId: CALLERS.agent,
+      keyHash: hashKey(raw.agent),
+      credentialHolderType: 'SERVICE',
+      allowedCapabilities: ['sandbox:echo'],
+      allowedTenantIds: [DEMO_TENANT],
+      createdAt,
+    },
+  ]);
+  const env = [
+    '# Written by `ets demo --setup`: the raw API keys of the demo callers and their step-up keys.',
+    '# Keep this folder private; remove the demo-* callers (ets keys remove) and this folder after the demo.',
+    `${ENV.aliceKey}=${raw.alice}`,
+    `${ENV.aliceStepUp}=${alice.file}`,
+    `${ENV.bobKey}=${raw.bob}`,
+    `${ENV.bobStepUp}=${bob.file}`,
+    `${ENV.agentKey}=${raw.agent}`,
+    '',
+  ].join('\n');
+  writeFileSync(envFile, env, { mode: 0o600 });
+  chmodSync(envFile, 0o600);
+  process.stdout.write(
+    [
+      `Added the demo callers ${CALLERS.alice} and ${CALLERS.bob} (USER, with step-up keys) and ${CALLERS.agent} (SERVICE, sandbox:echo) to ${file.file}.`,
+      `Wrote their keys to ${envFile} and the step-up private keys to ${path.join(dir, alice.file)} and ${path.join(dir, bob.file)}.`,
+      ...(firstKeys ? ['The key file was empty: the first start will not issue a key of its own; use `ets keys add` for more.'] : []),
+      'Next: (re)start the server in sandbox mode, since keys are read at start, and run the demo:',
+      '  SVC_SANDBOX=true npm start',
+      `  npx ets demo --from ${dirArg}`,
+      '',
+    ].join('\n'),
+  );
+}
+
+// ---- credentials ---------------------------------------------------------------------------------
+
+/** Flags first, then DIR/demo.env of --from, then ETS_DEMO_* in the environment. */
+function resolveCredentials(values: Record<string, string | undefined>): DemoCredentials {
+  let fromFile: Record<string, string> = {};
+  let fromDir: string | undefined;
+  if (values.from !== undefined) {
+    fromDir = path.resolve(values.from);
+    const envFile = path.join(fromDir, ENV_FILE);
+    try {
+      fromFile = parseDotenv(readFileSync(envFile, 'utf8'));
+    } catch (e) {
+      throw new CliError(`cannot read ${envFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}. Run 'ets demo --setup ${values.from}' first (server stopped).`, 2);
+    }
+  }
+  const out: Partial<DemoCredentials> = {};
+  const missing: string[] = [];
+  for (const name of Object.keys(ENV) as (keyof typeof ENV)[]) {
+    const flag = values[FLAGS[name]];
+    let value = flag ?? fromFile[ENV[name]] ?? process.env[ENV[name]];
+    // Step-up key paths in demo.env are relative to its folder.
+    if (flag === undefined && fromFile[ENV[name]] !== undefined && name.endsWith('StepUp') && fromDir) value = path.resolve(fromDir, fromFile[ENV[name]]!);
+    if (value === undefined || value.trim() === '') missing.push(`--${FLAGS[name]}`);
+    else out[name] = value.trim();
+  }
+  if (missing.length > 0) {
+    throw new CliError(`missing ${missing.join(', ')} (or --from DIR written by 'ets demo --setup DIR').\n${USAGE}`, 2);
+  }
+  return out as DemoCredentials;
+}
+
+function readStepUpKeys(c: DemoCredentials): { alice: string; bob: string } {
+  const read = (file: string, flag: string): string => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new CliError(`cannot read the step-up key ${file} (--${flag}): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+    }
+  };
+  return { alice: read(c.aliceStepUp, FLAGS.aliceStepUp), bob: read(c.bobStepUp, FLAGS.bobStepUp) };
+}
+
+function defaultBaseUrl(): string {
+  const { host, port } = loadSettings();
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' || host === '[::]' ? '::1' : host;
+  return `http://${reachable.includes(':') && !reachable.startsWith('[') ? `[${reachable}]` : reachable}:${port}`;
+}
+
+// ---- the walk ------------------------------------------------------------------------------------
+
+type Json = Record<string, unknown>;
+interface Reply {
+  status: number;
+  body: unknown;
+}
+
+/** A step did not go as expected: what was expected and what came back. */
+class StepFailed extends Error {
+  constructor(
+    readonly expected: string,
+    readonly got: string,
+  ) {
+    super(expected);
+  }
+}
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const field = (v: unknown, name: string): unknown => (isObject(v) ? v[name] : undefined);
+const short = (value: unknown, max = 110): string => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? '';
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+};
+const replyText = (r: Reply): string => `${r.status} ${short(r.body, 300)}`;
+
+function expectReply(r: Reply, status: number, what: string, ok: (body: unknown) => boolean = () => true): Json {
+  if (r.status !== status || !ok(r.body)) throw new StepFailed(`${status} ${what}`, replyText(r));
+  return (isObject(r.body) ? r.body : {}) as Json;
+}
+
+export const DEMO_STEP_TITLES = [
+  'The server is up and knows the demo callers',
+  'Alice proposes a new version of the demo policy',
+  'Bob approves it with his step-up signature (Alice may not approve her own change)',
+  'The new version is in effect',
+  'The agent executes an approved sandbox action',
+  'The agent is refused; the signed Refusal Record verifies publicly',
+  'The service verifies the Execution Trust Record',
+  'The service issues a signed Receipt',
+  'Anyone verifies the records offline, with only the public keys',
+] as const;
+
+class Demo {
+  readonly #version = `1.0.${Date.now()}`;
+  #proposal?: Json;
+  #executedId?: string;
+  #trustRecord?: Json;
+  #refusal?: Json;
+  #receipt?: Json;
+
+  constructor(
+    readonly baseUrl: string,
+    readonly keys: DemoCredentials,
+    readonly stepUp: { alice: string; bob: string },
+  ) {}
+
+  async run(): Promise<void> {
+    process.stdout.write(`ets demo against ${this.baseUrl}\n`);
+    const steps: (() => Promise<void>)[] = [
+      () => this.preflight(),
+      () => this.propose(),
+      () => this.approve(),
+      () => this.inEffect(),
+      () => this.execute(),
+      () => this.refuse(),
+      () => this.verify(),
+      () => this.receipt(),
+      () => this.offline(),
+    ];
+    for (const [i, step] of steps.entries()) {
+      process.stdout.write(`\n${i}. ${DEMO_STEP_TITLES[i]}\n`);
+      try {
+        await step();
+      } catch (e) {
+        if (!(e instanceof StepFailed)) throw e;
+        process.stdout.write(`   ✗ expected: ${e.expected}\n     got:      ${e.got}\n`);
+        throw new CliError(`demo failed at step ${i} (${DEMO_STEP_TITLES[i]}).`, 1);
+      }
+    }
+    process.stdout.write('\nEvery step went as expected.\n');
+  }
+
+  /** `as`: which demo caller's key authenticates the request; none for the public routes. */
+  async #call(method: 'GET' | 'POST', route: string, as: keyof typeof CALLERS | undefined, body?: unknown): Promise<Reply> {
+    const key = as === undefined ? undefined : { alice: this.keys.aliceKey, bob: this.keys.bobKey, agent: this.keys.agentKey }[as];
+    process.stdout.write(`   → ${method} ${route}${body !== undefined ? ` ${short(body)}` : ''}  (${as === undefined ? 'no credential' : `as ${CALLERS[as]}`})\n`);
+    let res: Response;
+    try {
+      res = await fetch(this.baseUrl + route, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch (e) {
+      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
+      throw new StepFailed(`an answer from ${this.baseUrl}`, `no answer (${cause}): is the server running? (SVC_SANDBOX=true npm start)`);
+    }
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text === '' ? null : JSON.parse(text);
+    } catch {
+      // not JSON: shown as text
+    }
+    const reply = { status: res.status, body: parsed };
+    process.stdout.write(`   ← ${replyText({ status: reply.status, body: short(parsed, 110) })}\n`);
+    return reply;
+  }
+
+  #result(text: string): void {
+    process.stdout.write(`   ✓ ${text}\n`);
+  }
+
+  async preflight(): Promise<void> {
+    expectReply(await this.#call('GET', '/health', undefined), 200, '{"status":"UP"}', (b) => field(b, 'status') === 'UP');
+    for (const name of ['alice', 'bob', 'agent'] as const) {
+      const r = await this.#call('GET', '/callers/me', name);
+      if (r.status === 401) {
+        throw new StepFailed(`200 for the ${name} key`, `${replyText(r)}: the server does not know this key. Keys are read at start: restart the server after 'ets demo --setup'.`);
+      }
+      const me = expectReply(r, 200, `the ${name} caller`);
+      if (name !== 'agent' && (me.credentialHolderType !== 'USER' || me.stepUpKeyRegistered !== true)) {
+        throw new StepFailed(`a USER key with a registered step-up key for ${name}`, replyText(r));
+      }
+    }
+    this.#result('the server answers and knows both humans (USER keys with step-up keys) and the agent');
+  }
+
+  policyDocument(): Json {
+    return {
+      name: DEMO_POLICY,
+      policyVersion: this.#version,
+      description: `ets demo policy, version ${this.#version}: refuse sanctioned countries and amounts above 10000.`,
+      signalsSchema: { amount: { type: 'number' }, country: { type: 'string' } },
+      rules: [
+        { id: 'sanctioned', when: "has(signals.country) && signals.country in ['KP', 'IR']", action: 'reject', reason: 'Country is sanctioned' },
+        { id: 'limit', when: 'has(signals.amount) && signals.amount > 10000', action: 'reject', reason: 'Amount above the demo limit of 10000' },
+        { id: 'ok', when: 'true', action: 'approve', reason: 'Within limits' },
+      ],
+      default: { action: 'reject', reason: 'No rule matched' },
+    };
+  }
+
+  async propose(): Promise<void> {
+    const inEffect = await this.#call('GET', '/policies/in-effect', 'alice');
+    if (inEffect.status !== 200 || !Array.isArray(inEffect.body)) throw new StepFailed('200 with the list of policies in effect', replyText(inEffect));
+    const current: unknown = (inEffect.body as unknown[]).find((p) => field(p, 'name') === DEMO_POLICY);
+    // The version it replaces, or its own version for a first one (CONTRACT "Governance").
+    const base = typeof field(current, 'version') === 'string' ? (field(current, 'version') as string) : this.#version;
+    const r = await this.#call('POST', `/policies/${DEMO_POLICY}/${encodeURIComponent(base)}/pending-changes`, 'alice', {
+      proposedContent: this.policyDocument(),
+      reason: 'ets demo: refuse sanctioned countries and large amounts',
+    });
+    this.#proposal = expectReply(r, 201, `a pending change with status PENDING_APPROVAL proposed by ${CALLERS.alice}`, (b) => field(b, 'status') === 'PENDING_APPROVAL' && field(b, 'proposer') === CALLERS.alice && typeof field(b, 'id') === 'string');
+    this.#result(`change ${String(this.#proposal.id)} proposes ${DEMO_POLICY} ${this.#version}${current ? ` to replace ${base}` : ''}: PENDING_APPROVAL, proposer ${CALLERS.alice}`);
+  }
+
+  envelope(callerId: string, privateKeyPem: string): Json {
+    const payload = {
+      pendingPolicyChangeId: String(this.#proposal!.id),
+      action: 'approve',
+      expiresAt: new Date(Date.now() + 300_000).toISOString(),
+      nonce: randomBytes(32).toString('base64url'),
+      callerId,
+    };
+    let signature: string;
+    try {
+      signature = signStepUpPayload(privateKeyPem, payload);
+    } catch (e) {
+      throw new CliError(`the step-up key of ${callerId}: ${(e as Error).message}`, 2);
+    }
+    return { payload, signature };
+  }
+
+  async approve(): Promise<void> {
+    const id = String(this.#proposal!.id);
+    const route = `/policies/pending-changes/${encodeURIComponent(id)}/approve`;
+    const self = await this.#call('POST', route, 'alice', this.envelope(CALLERS.alice, this.stepUp.alice));
+    expectReply(self, 403, 'SELF_APPROVAL_DENIED: the proposer may not approve', (b) => field(b, 'code') === 'SELF_APPROVAL_DENIED');
+    this.#result('Alice, the proposer, is refused: 403 SELF_APPROVAL_DENIED');
+    const r = await this.#call('POST', route, 'bob', this.envelope(CALLERS.bob, this.stepUp.bob));
+    const change = expectReply(r, 200, `the change APPROVED by ${CALLERS.bob}`, (b) => field(b, 'status') === 'APPROVED' && field(b, 'decider') === CALLERS.bob);
+    this.#result(`Bob's envelope (Ed25519 over the canonical payload, single-use nonce) is accepted: ${String(change.status)}, decider ${String(change.decider)}`);
+  }
+
+  async inEffect(): Promise<void> {
+    const r = await this.#call('GET', '/policies/in-effect', 'alice');
+    const list = Array.isArray(r.body) ? (r.body as unknown[]) : [];
+    const entry = list.find((p) => field(p, 'name') === DEMO_POLICY);
+    if (r.status !== 200 || field(entry, 'version') !== this.#version) {
+      throw new StepFailed(`200 listing ${DEMO_POLICY} version ${this.#version}`, replyText(r));
+    }
+    this.#result(`${DEMO_POLICY} ${this.#version} is in effect, approved by ${String(field(entry, 'approvedBy'))}, contentHash ${short(field(entry, 'contentHash'), 20)}`);
+  }
+
+  transaction(signals: Json, reference: string): Json {
+    return {
+      businessTransactionId: randomUUID(),
+      metadata: { tenantId: DEMO_TENANT },
+      authority: { principalId: CALLERS.agent, authorityId: 'demo-authority' },
+      authorization: { authorityId: 'demo-authority' },
+      intent: { action: 'sandbox:echo', parameters: { amount: signals.amount, currency: 'EUR', reference } },
+      policy: { name: DEMO_POLICY, version: this.#version },
+      signals,
+    };
+  }
+
+  async execute(): Promise<void> {
+    const tx = this.transaction({ amount: 250, country: 'FR' }, 'demo-invoice-1');
+    const r = await this.#call('POST', '/execute', 'agent', tx);
+    const body = expectReply(r, 200, 'EXECUTED with a signed Execution Trust Record', (b) => field(b, 'executionStatus') === 'EXECUTED' && isObject(field(b, 'trustRecord')));
+    this.#executedId = String(tx.businessTransactionId);
+    this.#trustRecord = body.trustRecord as Json;
+    const exec = (Array.isArray(this.#trustRecord.executions) ? this.#trustRecord.executions[0] : undefined) as Json | undefined;
+    this.#result(`EXECUTED by the sandbox connector; Trust Record signed by ${String(this.#trustRecord.keyId)}, chainHash ${short(exec?.chainHash, 20)}`);
+  }
+
+  async refuse(): Promise<void> {
+    const tx = this.transaction({ amount: 250, country: 'KP' }, 'demo-invoice-2');
+    const r = await this.#call('POST', '/execute', 'agent', tx);
+    expectReply(r, 403, 'POLICY_DENIED', (b) => field(b, 'code') === 'POLICY_DENIED');
+    this.#result(`refused: ${String(field(r.body, 'error'))}`);
+    const id = String(tx.businessTransactionId);
+    const got = await this.#call('GET', `/refusal/${id}`, 'agent');
+    this.#refusal = expectReply(got, 200, 'the signed Refusal Record', (b) => field(b, 'recordType') === 'refusal-record');
+    const check = await this.#call('POST', '/refusal/verify', undefined, this.#refusal);
+    expectReply(check, 200, '{"valid": true}', (b) => field(b, 'valid') === true);
+    this.#result(`the Refusal Record (rule ${String(this.#refusal.matchedRuleId)}) verifies through the public route, key ${String(field(check.body, 'keyId'))}`);
+  }
+
+  async verify(): Promise<void> {
+    const r = await this.#call('POST', '/verify', 'agent', { businessTransactionId: this.#executedId });
+    const v = expectReply(r, 200, 'a signed Verification with status VERIFIED', (b) => field(b, 'status') === 'VERIFIED');
+    const checks = isObject(v.checks) ? Object.entries(v.checks).map(([name, c]) => `${name} ${String(field(c, 'status'))}`) : [];
+    this.#result(`VERIFIED${checks.length > 0 ? `: ${checks.join(', ')}` : ''}`);
+  }
+
+  async receipt(): Promise<void> {
+    const r = await this.#call('POST', '/receipt', 'agent', { businessTransactionId: this.#executedId });
+    if ((r.status !== 200 && r.status !== 201) || field(r.body, 'recordType') !== 'receipt') throw new StepFailed('200 or 201 with a signed Receipt', replyText(r));
+    this.#receipt = r.body as Json;
+    this.#result(`Receipt ${String(this.#receipt.receiptId)} for Verification ${String(this.#receipt.verificationId)}, signed by ${String(this.#receipt.keyId)}`);
+  }
+
+  async offline(): Promise<void> {
+    const r = await this.#call('GET', '/.well-known/jwks.json', undefined);
+    const jwks = expectReply(r, 200, 'the JWKS', (b) => Array.isArray(field(b, 'keys'))) as unknown as JwksLike;
+    process.stdout.write('   (no more requests: verifyOffline(record, jwks), what `ets verify FILE --keys JWKS` runs)\n');
+    const report = verifyOffline(this.#trustRecord, jwks);
+    process.stdout.write(`   Execution Trust Record: ${report.valid ? 'VALID' : 'NOT VALID'}\n`);
+    for (const c of report.checks) process.stdout.write(`     ${c.name}: ${c.ok ? `ok${c.detail ? ` (${c.detail})` : ''}` : `FAILED: ${c.detail ?? ''}`}\n`);
+    const others: [string, unknown][] = [
+      ['Refusal Record', this.#refusal],
+      ['Receipt', this.#receipt],
+    ];
+    const results = others.map(([name, record]) => [name, verifyOffline(record, jwks)] as const);
+    for (const [name, rep] of results) {
+      process.stdout.write(`   ${name}: ${rep.valid ? 'VALID' : `NOT VALID (${rep.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`).join('; ')})`}\n`);
+    }
+    const bad = [['Execution Trust Record', report] as const, ...results].filter(([, rep]) => !rep.valid);
+    if (bad.length > 0) throw new StepFailed('every record VALID offline', bad.map(([name]) => `${name} NOT VALID`).join(', '));
+    this.#result('the Trust Record, the Refusal Record and the Receipt verify offline');
+  }
+}

@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { apiKeysEnv, makeKey, runCli, spawnServer, type SpawnedServer } from '@ets/test-support';
+
+// Needs the built CLI (`npm run build`).
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ets-demo-data-'));
+const demoDir = path.join(mkdtempSync(path.join(os.tmpdir(), 'ets-demo-')), 'demo');
+afterAll(() => {
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(path.dirname(demoDir), { recursive: true, force: true });
+});
+const env = { SVC_DATA_DIR: dataDir };
+
+const STEP_TITLES = [
+  '0. The server is up and knows the demo callers',
+  '1. Alice proposes a new version of the demo policy',
+  '2. Bob approves it with his step-up signature (Alice may not approve her own change)',
+  '3. The new version is in effect',
+  '4. The agent executes an approved sandbox action',
+  '5. The agent is refused; the signed Refusal Record verifies publicly',
+  '6. The service verifies the Execution Trust Record',
+  '7. The service issues a signed Receipt',
+  '8. Anyone verifies the records offline, with only the public keys',
+];
+
+describe('ets demo', () => {
+  let server: SpawnedServer | undefined;
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('--setup DIR (server stopped) adds the three demo callers to the key file and writes the step-up keys and demo.env', async () => {
+    const r = await runCli(['demo', '--setup', demoDir], env);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(r.stdout).toContain(`npx ets demo --from ${demoDir}`);
+    expect(r.stdout).toContain('SVC_SANDBOX=true npm start');
+
+    const keys = (JSON.parse(readFileSync(path.join(dataDir, 'api-keys.json'), 'utf8')) as { keys: Record<string, unknown>[] }).keys;
+    expect(keys.map((k) => [k.callerId, k.credentialHolderType, Boolean(k.stepUpPublicKey)])).toEqual([
+      ['demo-alice', 'USER', true],
+      ['demo-bob', 'USER', true],
+      ['demo-agent', 'SERVICE', false],
+    ]);
+    const envText = readFileSync(path.join(demoDir, 'demo.env'), 'utf8');
+    for (const name of ['ETS_DEMO_ALICE_KEY', 'ETS_DEMO_BOB_KEY', 'ETS_DEMO_AGENT_KEY']) expect(envText).toMatch(new RegExp(`^${name}=pk_local_[A-Za-z0-9_-]{43}$`, 'm'));
+    expect(envText).toMatch(/^ETS_DEMO_ALICE_STEP_UP=alice-step-up\.pem$/m);
+    for (const f of ['demo.env', 'alice-step-up.pem', 'bob-step-up.pem']) expect(statSync(path.join(demoDir, f)).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(demoDir, 'bob-step-up.pem'), 'utf8')).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    // Only hashes in the key file.
+    const raw = /ETS_DEMO_AGENT_KEY=(\S+)/.exec(envText)![1]!;
+    expect(readFileSync(path.join(dataDir, 'api-keys.json'), 'utf8')).not.toContain(raw);
+  });
+
+  it('--setup refuses a folder that is already set up, and SVC_API_KEYS', async () => {
+    const again = await runCli(['demo', '--setup', demoDir], env);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/demo\.env exists/);
+    const other = path.join(path.dirname(demoDir), 'other');
+    const inline = await runCli(['demo', '--setup', other], { ...env, ...apiKeysEnv(makeKey('x')) });
+    expect(inline.code).toBe(2);
+    expect(inline.stderr).toMatch(/SVC_API_KEYS is set/);
+    expect(existsSync(path.join(other, 'demo.env'))).toBe(false);
+  });
+
+  describe('against a running server in sandbox mode', () => {
+    beforeAll(async () => {
+      server = await spawnServer({ ...env, SVC_SANDBOX: 'true' });
+    });
+
+    it('--from DIR walks every step and exits 0; a second run proposes the next version', async () => {
+      for (const run of [1, 2]) {
+        const r = await runCli(['demo', '--from', demoDir, '--url', server!.url], env);
+        expect({ run, code: r.code, stderr: r.stderr }).toEqual({ run, code: 0, stderr: '' });
+        const lines = r.stdout.split('\n');
+        for (const title of STEP_TITLES) expect(lines).toContain(title);
+        expect(r.stdout).toMatch(/→ POST \/policies\/demo-payments\/[^/]+\/pending-changes \{"proposedContent":/);
+        expect(r.stdout).toContain('← 403 {"error"');
+        expect(r.stdout).toMatch(/SELF_APPROVAL_DENIED/);
+        expect(r.stdout).toMatch(/→ POST \/execute \{"businessTransactionId":/);
+        expect(r.stdout).toMatch(/✓ refused: Execution rejected: Country is sanctioned/);
+        expect(r.stdout).toMatch(/✓ VERIFIED/);
+        expect(r.stdout).toMatch(/Execution Trust Record: VALID/);
+        expect(r.stdout).toMatch(/executionChain: ok/);
+        expect(r.stdout).not.toContain('✗');
+        expect(r.stdout.trimEnd().endsWith('Every step went as expected.')).toBe(true);
+        if (run === 2) expect(r.stdout).toMatch(/to replace 1\.0\.\d+/);
+      }
+    });
+
+    it('a step that does not go as expected prints what was expected and what came back, and exits 1', async () => {
+      const r = await runCli(['demo', '--from', demoDir, '--url', server!.url, '--agent-key', 'pk_local_not-a-key'], env);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/✗ expected: 200 for the agent key\n\s+got: +401 .*restart the server/);
+      expect(r.stderr).toMatch(/demo failed at step 0/);
+      expect(r.stdout).not.toContain('1. Alice proposes');
+    });
+  });
+
+  it('usage errors exit 2: missing credentials, an unreadable demo folder', async () => {
+    const none = await runCli(['demo', '--url', 'http://127.0.0.1:9'], env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/missing --alice-key, --alice-step-up, --bob-key, --bob-step-up, --agent-key/);
+    const noDir = await runCli(['demo', '--from', path.join(demoDir, 'nope')], env);
+    expect(noDir.code).toBe(2);
+    expect(noDir.stderr).toMatch(/cannot read .*demo\.env: ENOENT/);
+  });
+
+  it('a server that does not answer fails step 0 with exit 1', async () => {
+    await server?.stop();
+    const r = await runCli(['demo', '--from', demoDir, '--url', server!.url], env);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/got: +no answer \(ECONNREFUSED\): is the server running\?/);
+  });
+});
