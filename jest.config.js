@@ -17,6 +17,7 @@ export default {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.jest.json' }],
   },
-  testTimeout: 30000,
+  // Generous: CI shares two cores between two workers, spawned servers and PostgreSQL.
+  testTimeout: 90000,
   maxWorkers: 2,
 };

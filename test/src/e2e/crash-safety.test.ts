@@ -151,5 +151,5 @@ describe.each(STORAGE_TARGETS)('crash safety of the execution pipeline on $name 
     } finally {
       await server.stop();
     }
-  });
+  }, 240_000);
 });
