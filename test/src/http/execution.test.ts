@@ -255,6 +255,19 @@ describe.each(STORAGE_TARGETS)('execution pipeline on $name', (factory) => {
     expect(second.body.items[0].businessTransactionId).not.toBe(first.body.items[0].businessTransactionId);
   });
 
+  it('answers 401 before reading the body, and 413 for a body over the limit', async () => {
+    for (const path of ['/execute', '/transactions']) {
+      const anonymous = await request(server.url).post(path).send(businessTransaction());
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.body).toEqual({ error: 'authentication required' });
+      const tx = businessTransaction({ intent: { action: 'sandbox:echo', parameters: { blob: 'x'.repeat(1024 * 1024 + 10) } } });
+      const tooLarge = await post(path, tx);
+      expect(tooLarge.status).toBe(413);
+      expect(tooLarge.body).toEqual({ error: 'Request body is too large.' });
+      expect((await get(`/transactions/${tx.businessTransactionId}`)).status).toBe(404);
+    }
+  });
+
   it('answers the GET 404s with the spec messages', async () => {
     const id = businessTransaction().businessTransactionId;
     expect((await get(`/transactions/${id}`)).body).toEqual({ error: 'Business Transaction not found.' });
