@@ -74,7 +74,7 @@ async function startServer(store, key) {
     SVC_API_KEYS: JSON.stringify([{ callerId: 'bench-agent', keyHash: createHash('sha256').update(key).digest('hex'), credentialHolderType: 'SERVICE', allowedCapabilities: ['*'], allowedTenantIds: [], createdAt: new Date().toISOString() }]),
     ...(store.target.kind === 'postgres' ? { SVC_DATABASE_URL: store.target.url } : {}),
   };
-  const child = spawn(process.execPath, [path.join(ROOT, 'apps/server/dist/cli.js'), 'serve'], { env, stdio: ['ignore', process.env.BENCH_DEBUG ? 'inherit' : 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), path.join(ROOT, 'apps/server/dist/cli.js'), 'serve'], { env, stdio: ['ignore', process.env.BENCH_DEBUG ? 'inherit' : 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   let exited = false;
   child.once('exit', () => (exited = true));

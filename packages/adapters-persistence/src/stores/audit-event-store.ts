@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { AuditEvent, AuditEventStore, Signed } from '@ets/domain';
 import { BatchWriter } from '../batch-writer.js';
-import { writeSerially } from './serial-writes.js';
+import { writerOf } from './sqlite-writer.js';
 import { AuditEventEntity, type AuditEventRow } from '../entities/index.js';
 
 /** Audit events, appended with group commit (authentication is audited on every keyed request). */
@@ -24,9 +24,16 @@ export class TypeOrmAuditEventStore implements AuditEventStore {
   }
 
   private async insert(rows: AuditEventRow[]): Promise<void> {
-    // On SQLite, through the single writer: a bare insert issued while another store's transaction
-    // is open on the shared connection would join it, and vanish if that transaction rolls back.
-    await writeSerially(this.ds, () => this.ds.createQueryBuilder().insert().into(AuditEventEntity).values(rows).execute());
+    if (this.ds.options.type === 'postgres') {
+      await this.ds.createQueryBuilder().insert().into(AuditEventEntity).values(rows).execute();
+      return;
+    }
+    // SQLite: through the single writer, never as a bare statement (on the shared connection it
+    // would join another store's open transaction and vanish with its rollback). As an ordinary
+    // job it shares the group commit (one fsync) with the execution pipeline's transactions.
+    const values = rows.map(() => '(?, ?, ?, ?, ?)').join(', ');
+    const params = rows.flatMap((r) => [r.eventId, r.kind, r.callerId, r.occurredAt, r.body]);
+    await writerOf(this.ds).statement(`INSERT INTO audit_events (event_id, kind, caller_id, occurred_at, body) VALUES ${values}`, params);
   }
 
   async list(query: { callerId?: string; limit: number; before?: string; kind?: AuditEvent['kind'] }): Promise<Signed<AuditEvent>[]> {
