@@ -95,6 +95,16 @@ describe('ets keys', () => {
     expect(listed).toMatch(/^b\s/m);
   });
 
+  it("reserves the caller id 'system' (the proposer of shipped policies)", async () => {
+    const env = { SVC_DATA_DIR: tmp() };
+    const r = await runCli(['keys', 'add', '--caller-id', 'system', '--holder', 'USER'], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/reserved/);
+    const inline = await runCli(['serve'], { ...env, SVC_PORT: '0', SVC_API_KEYS: JSON.stringify([{ callerId: 'system', keyHash: 'a'.repeat(64), credentialHolderType: 'USER', allowedCapabilities: [], allowedTenantIds: [] }]) });
+    expect(inline.code).toBe(2);
+    expect(inline.stderr).toMatch(/reserved/);
+  });
+
   it('registers a step-up key from stdin for USER keys only', async () => {
     const env = { SVC_DATA_DIR: tmp() };
     const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }) as string;

@@ -1,7 +1,7 @@
 import { createHash, createPublicKey, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { callerFromKeyRecord, HOLDER_TYPES, type ApiKeyRecord, type Caller, type CallerDirectory } from '@ets/domain';
+import { callerFromKeyRecord, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type Caller, type CallerDirectory } from '@ets/domain';
 import { ConfigError } from '../config/settings.js';
 
 export const RAW_KEY_PREFIX = 'pk_local_';
@@ -27,6 +27,8 @@ export function keyRecordProblem(r: unknown): string | undefined {
   if (typeof r !== 'object' || r === null) return 'a key record must be an object';
   const k = r as Partial<ApiKeyRecord>;
   if (typeof k.callerId !== 'string' || k.callerId.trim() === '') return 'callerId must be a non-empty string';
+  // `system` proposes the policies shipped with the product; no key may act under that name.
+  if (k.callerId === SYSTEM_PROPOSER) return `callerId '${SYSTEM_PROPOSER}' is reserved for the service itself`;
   if (typeof k.keyHash !== 'string' || !/^[0-9a-f]{64}$/.test(k.keyHash)) return `keyHash of ${k.callerId} must be a SHA-256 hex digest`;
   if (k.credentialHolderType !== undefined && !HOLDER_TYPES.includes(k.credentialHolderType)) {
     return `credentialHolderType of ${k.callerId} must be one of ${HOLDER_TYPES.join(', ')}`;
