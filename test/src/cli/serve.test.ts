@@ -25,6 +25,17 @@ describe('ets serve', () => {
     }
   });
 
+  it('warns at start when caller authentication is disabled', async () => {
+    const server = await spawnServer({ SVC_DATA_DIR: tmp(), SVC_AUTH_DISABLED: 'true' });
+    try {
+      const warning = server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string }).find((l) => /authentication is DISABLED/.test(l.msg));
+      expect(warning?.level).toBe(40);
+      expect((await request(server.url).get('/callers/me')).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it.each([
     ['SVC_PORT', 'abc', /SVC_PORT.*whole numbers from 0 to 65535/],
     ['SVC_SIGNING_MODE', 'rsa', /SVC_SIGNING_MODE.*ed25519, hybrid/],
