@@ -43,9 +43,9 @@ export const handbookRoutes = (deps: HandbookDeps): RouteModule => {
       res.status(201).json({ downloadUrl: deps.downloadUrl });
     });
 
-    // The browser-form variant: same capture, then a redirect to the download. Keyed: spec 5.1
-    // lists only the POST among the routes that need no key.
-    t.get('/handbook/download-leads', { auth: 'key' }, async (req: Request, res) => {
+    // The browser-form variant: same capture, then a redirect to the download. Public, as the
+    // route table of spec 4.1 says (auth: none): a browser submitting a form sends no bearer key.
+    t.get('/handbook/download-leads', { auth: 'none', limiter: 'public' }, async (req: Request, res) => {
       await capture(req.query.email);
       res.redirect(302, deps.downloadUrl);
     });
