@@ -28,6 +28,24 @@ describe.each(STORAGE_TARGETS)('platform routes on $name', (factory) => {
     }
   });
 
+  it('captures a handbook lead once per address before giving the download location', async () => {
+    const post = await request(server.url).post('/handbook/download-leads').send({ email: 'Ada@Example.org' });
+    expect(post.status).toBe(201);
+    expect(post.body).toEqual({ downloadUrl: '/documentation' });
+    const form = await request(server.url).get('/handbook/download-leads').query({ email: 'ada@example.ORG' });
+    expect(form.status).toBe(302);
+    expect(form.headers.location).toBe('/documentation');
+    const rows: { n: string | number }[] = await server.dataSource.query("SELECT COUNT(*) AS n FROM handbook_leads WHERE email_key = 'ada@example.org'");
+    expect(Number(rows[0]!.n)).toBe(1);
+    for (const bad of [{}, { email: 'not-an-address' }, { email: 42 }]) {
+      const res = await request(server.url).post('/handbook/download-leads').send(bad);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'A valid email address is required.' });
+    }
+    // The download is the operator guide, served by the service itself.
+    expect((await request(server.url).get(post.body.downloadUrl)).text).toContain('operator guide');
+  });
+
   it('keeps /version behind caller authentication', async () => {
     expect((await request(server.url).get('/version')).status).toBe(401);
   });
