@@ -1,5 +1,6 @@
 import { DomainError } from '../shared/errors.js';
 import type { BusinessTransaction } from './records.js';
+import { isPlainObject } from '../shared/guards.js';
 
 /**
  * Validation of a Business Transaction (spec 2.2, 7) in the spec's order: a malformed
@@ -13,7 +14,6 @@ export const INVALID_TRANSACTION_ID = 'businessTransactionId must be a valid UUI
 
 const invalid = (message: string) => new DomainError('invalid', message);
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const OBJECTS = ['metadata', 'authority', 'authorization', 'intent', 'policy'] as const;
 
@@ -34,11 +34,11 @@ export function checkTransactionId(id: unknown): string {
 }
 
 export function parseBusinessTransaction(body: unknown): BusinessTransaction {
-  if (!isObject(body)) throw invalid('Request body must be a JSON object (a Business Transaction).');
+  if (!isPlainObject(body)) throw invalid('Request body must be a JSON object (a Business Transaction).');
   const businessTransactionId = checkTransactionId(body.businessTransactionId);
 
   for (const name of OBJECTS) {
-    if (!isObject(body[name])) throw invalid(`${name} is required and must be an object.`);
+    if (!isPlainObject(body[name])) throw invalid(`${name} is required and must be an object.`);
   }
   const obj = (name: (typeof OBJECTS)[number]) => body[name] as Record<string, unknown>;
   for (const [o, field] of REQUIRED_STRINGS) {
@@ -47,8 +47,8 @@ export function parseBusinessTransaction(body: unknown): BusinessTransaction {
   const metadata = obj('metadata');
   if (metadata.tenantId !== undefined && typeof metadata.tenantId !== 'string') throw invalid('metadata.tenantId must be a string.');
   const intent = obj('intent');
-  if (intent.parameters !== undefined && !isObject(intent.parameters)) throw invalid('intent.parameters must be an object.');
-  if (body.signals !== undefined && !isObject(body.signals)) throw invalid('signals must be an object.');
+  if (intent.parameters !== undefined && !isPlainObject(intent.parameters)) throw invalid('intent.parameters must be an object.');
+  if (body.signals !== undefined && !isPlainObject(body.signals)) throw invalid('signals must be an object.');
 
   // Trust-chain invariants.
   const authority = obj('authority');

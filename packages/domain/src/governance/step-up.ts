@@ -16,6 +16,7 @@ import type { Caller } from '../identity/caller.js';
 import type { StepUpSignatureVerifier } from '../ports/crypto.js';
 import { DomainError, forbidden, invalid } from '../shared/errors.js';
 import { charLength, REASON_MAX_LENGTH, type DecisionAction } from './change.js';
+import { isPlainObject } from '../shared/guards.js';
 
 export interface StepUpPayload {
   pendingPolicyChangeId: string;
@@ -41,12 +42,11 @@ export interface StepUpEnvelope {
 export const NONCE_PATTERN = /^[A-Za-z0-9_-]{22,512}$/;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
-const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
 const nonEmptyString = (x: unknown): x is string => typeof x === 'string' && x.length > 0;
 
 /** Checks the shape of an envelope (400 on anything malformed) and returns it typed. */
 export function readStepUpEnvelope(body: unknown, action: DecisionAction): StepUpEnvelope {
-  if (!isRecord(body) || !isRecord(body.payload)) {
+  if (!isPlainObject(body) || !isPlainObject(body.payload)) {
     throw invalid('The body must be a step-up envelope: {"payload": {…}, "signature": "…"}.');
   }
   const p = body.payload;

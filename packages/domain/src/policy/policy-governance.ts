@@ -15,6 +15,7 @@ import { isDotOnly, type PolicyDocument, type PolicyRef } from './document.js';
 import { policyNotFound, type PolicyStore } from './policy-version.js';
 import { POLICY_NAME_PATTERN, POLICY_VERSION_MAX_LENGTH } from './schema.js';
 import { validatePolicyDocument } from './validate.js';
+import { isPlainObject } from '../shared/guards.js';
 
 export const POLICY_CHANGE_KIND = 'policy';
 
@@ -63,7 +64,6 @@ export interface PolicyGovernanceDeps {
 }
 
 const POLICY_NAME = new RegExp(POLICY_NAME_PATTERN);
-const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
 
 /** Pending changes of one policy version are exclusive: `<name>/<version>` (neither can hold '/'). */
 const subjectOf = (ref: PolicyRef): string => `${ref.name}/${ref.version}`;
@@ -141,10 +141,10 @@ export class PolicyGovernance {
     if (version.length > POLICY_VERSION_MAX_LENGTH || version.includes('/')) {
       throw invalid(`The policy version must be at most ${POLICY_VERSION_MAX_LENGTH} characters, without '/'.`);
     }
-    if (!isRecord(body)) throw invalid('The body must be a JSON object: {"proposedContent": <policy document>, "reason": "…"}.');
+    if (!isPlainObject(body)) throw invalid('The body must be a JSON object: {"proposedContent": <policy document>, "reason": "…"}.');
     const reason = readReason(body.reason);
     const content = body.proposedContent;
-    if (!isRecord(content)) throw invalid('proposedContent is required: the policy document to publish.');
+    if (!isPlainObject(content)) throw invalid('proposedContent is required: the policy document to publish.');
     if (typeof content.policyVersion === 'string' && isDotOnly(content.policyVersion)) {
       throw invalid("proposedContent.policyVersion must not be '.' or '..'.");
     }

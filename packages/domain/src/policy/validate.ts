@@ -12,14 +12,13 @@ import type { ParseResult } from '@marcbachmann/cel-js';
 import { checkWhen, policyEnvironment, syntaxError } from './cel.js';
 import type { SignalType } from './document.js';
 import { formatJsonPath, schemaIssues } from './schema.js';
+import { isPlainObject } from '../shared/guards.js';
 
 export interface PolicyValidationResult {
   valid: boolean;
   errors: string[];
 }
 
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  x !== null && typeof x === 'object' && !Array.isArray(x);
 
 const has = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 
@@ -28,15 +27,15 @@ export function analysePolicyDocument(doc: unknown): { errors: string[]; program
   const issues = schemaIssues(doc);
   const errors = issues.map((i) => i.text);
   const programs: (ParseResult | undefined)[] = [];
-  if (!isRecord(doc)) return { errors, programs };
+  if (!isPlainObject(doc)) return { errors, programs };
 
   const rules = Array.isArray(doc.rules) ? (doc.rules as unknown[]) : [];
-  const signalsSchema = isRecord(doc.signalsSchema) ? doc.signalsSchema : undefined;
+  const signalsSchema = isPlainObject(doc.signalsSchema) ? doc.signalsSchema : undefined;
 
   // Rule ids are unique: matchedRuleId must name one rule.
   const firstIndexOfId = new Map<string, number>();
   rules.forEach((rule, i) => {
-    if (!isRecord(rule) || typeof rule.id !== 'string') return;
+    if (!isPlainObject(rule) || typeof rule.id !== 'string') return;
     const first = firstIndexOfId.get(rule.id);
     if (first === undefined) firstIndexOfId.set(rule.id, i);
     else errors.push(`${formatJsonPath(['rules', String(i), 'id'], doc)}: duplicate rule id '${rule.id}' (already used by rules[${first}])`);
@@ -45,7 +44,7 @@ export function analysePolicyDocument(doc: unknown): { errors: string[]; program
   // signalSources and boundSignals only speak about declared signals.
   for (const key of ['signalSources', 'boundSignals'] as const) {
     const map = doc[key];
-    if (!isRecord(map) || !signalsSchema) continue;
+    if (!isPlainObject(map) || !signalsSchema) continue;
     for (const name of Object.keys(map)) {
       if (!has(signalsSchema, name)) {
         errors.push(`${formatJsonPath([key, name], doc)}: signal '${name}' is not declared in signalsSchema`);
@@ -60,7 +59,7 @@ export function analysePolicyDocument(doc: unknown): { errors: string[]; program
     : undefined;
   const declared = new Set(signalsSchema ? Object.keys(signalsSchema) : []);
   rules.forEach((rule, i) => {
-    if (!isRecord(rule) || typeof rule.when !== 'string' || rule.when === '') return;
+    if (!isPlainObject(rule) || typeof rule.when !== 'string' || rule.when === '') return;
     const path = formatJsonPath(['rules', String(i), 'when'], doc);
     if (!env) {
       const err = syntaxError(rule.when);

@@ -2,10 +2,10 @@ import type { Hasher, SignatureVerifier } from '../ports/crypto.js';
 import { chainHashOf, executionDigest } from '../execution/chain.js';
 import type { ExecutionEntry } from '../execution/records.js';
 import type { CheckResult } from './records.js';
+import { isPlainObject } from '../shared/guards.js';
 
 const CHAIN_FIELDS = ['chainHash', 'chainSignature', 'previousChainHash'] as const;
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const has = (o: Record<string, unknown>, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k) && o[k] !== undefined;
 
 export const passed = (): CheckResult => ({ status: 'PASSED', errors: [] });
@@ -40,7 +40,7 @@ export function checkExecutionChain(
   let chainedBefore = false;
   executions.forEach((entry: unknown, i) => {
     const at = `executions[${i}]`;
-    if (!isObject(entry)) {
+    if (!isPlainObject(entry)) {
       errors.push(`${at}: not an object`);
       return;
     }

@@ -8,6 +8,7 @@ import type { ExecutionIntent, SignedIntent, SignedTrustRecord } from '../execut
 import { checkExecutionChain, failed, notApplicable, resultOf } from './execution-chain.js';
 import type { ReceiptStore, VerificationStore } from './ports.js';
 import type { CheckResult, Receipt, ReplayResult, SignedReceipt, SignedVerification, Verification } from './records.js';
+import { isPlainObject } from '../shared/guards.js';
 
 export const TRUST_RECORD_NOT_FOUND = 'Execution Trust Record not found.';
 export const VERIFICATION_NOT_FOUND = 'Verification not found.';
@@ -30,12 +31,11 @@ export interface VerificationDeps {
   ids: IdGenerator;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The policy a record names, when it names one. */
 function policyRefOf(record: SignedTrustRecord): { name: string; version: string } | undefined {
-  const p: unknown = isObject(record.transaction) ? record.transaction.policy : undefined;
-  return isObject(p) && typeof p.name === 'string' && typeof p.version === 'string' ? { name: p.name, version: p.version } : undefined;
+  const p: unknown = isPlainObject(record.transaction) ? record.transaction.policy : undefined;
+  return isPlainObject(p) && typeof p.name === 'string' && typeof p.version === 'string' ? { name: p.name, version: p.version } : undefined;
 }
 
 const hasExecutions = (record: SignedTrustRecord): boolean => Array.isArray(record.executions) && record.executions.length > 0;
@@ -105,7 +105,7 @@ export class VerificationService {
     const trustRecordHash = this.recordHash(record);
     if (trustRecordHash !== latest.trustRecordHash) throw refuse(RECORD_CHANGED);
 
-    const decision: Partial<PolicyDecision> = isObject(record.decision) ? record.decision : {};
+    const decision: Partial<PolicyDecision> = isPlainObject(record.decision) ? record.decision : {};
     const receipt: Receipt = {
       recordType: 'receipt',
       receiptId: this.d.ids.uuid(),
@@ -150,8 +150,8 @@ export class VerificationService {
       try {
         const tx = record.transaction;
         replayedDecision = evaluatePolicy(compilePolicy(policy.content), {
-          signals: isObject(tx.signals) ? tx.signals : {},
-          intent: { action: tx.intent.action, parameters: isObject(tx.intent.parameters) ? tx.intent.parameters : {} },
+          signals: isPlainObject(tx.signals) ? tx.signals : {},
+          intent: { action: tx.intent.action, parameters: isPlainObject(tx.intent.parameters) ? tx.intent.parameters : {} },
         });
       } catch {
         errors.push('policy: the stored policy content cannot be evaluated');
@@ -207,7 +207,7 @@ export class VerificationService {
     const expected = transactionHash(this.d.hasher, record.transaction);
     if (i.businessTransactionHash !== expected) errors.push('intent.businessTransactionHash: does not match the hash of the recorded transaction');
     if (record.businessTransactionHash !== expected) errors.push('businessTransactionHash: does not match the recorded transaction');
-    const p: Record<string, unknown> = isObject(i.policy) ? i.policy : {};
+    const p: Record<string, unknown> = isPlainObject(i.policy) ? i.policy : {};
     const rp = record.transaction.policy;
     if (p.name !== rp.name || p.version !== rp.version || p.contentHash !== rp.contentHash) {
       errors.push('intent.policy: does not name the recorded policy version and content hash');
@@ -235,7 +235,7 @@ export class VerificationService {
   }
 
   private sameDecision(a: unknown, b: PolicyDecision): boolean {
-    if (!isObject(a)) return false;
+    if (!isPlainObject(a)) return false;
     const pick = (d: Record<string, unknown>) => ({ action: d.action, reason: d.reason, requires_override: d.requires_override, matchedRuleId: d.matchedRuleId ?? null });
     try {
       return this.d.hasher.canonicalize(pick(a)) === this.d.hasher.canonicalize(pick(b as unknown as Record<string, unknown>));
