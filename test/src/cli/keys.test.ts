@@ -117,6 +117,11 @@ describe('ets keys', () => {
     const wrongKind = await runCli(['keys', 'add', '--caller-id', 'carol', '--holder', 'USER', '--step-up-key', '-'], env, rsa);
     expect(wrongKind.code).not.toBe(0);
     expect(wrongKind.stderr).toMatch(/Ed25519/);
+    // A private key pasted by mistake is refused, never turned into its public half and stored.
+    const privatePem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+    const secret = await runCli(['keys', 'add', '--caller-id', 'dave', '--holder', 'USER', '--step-up-key', '-'], env, privatePem);
+    expect(secret.code).not.toBe(0);
+    expect(allFileText(env.SVC_DATA_DIR)).not.toContain(privatePem.split('\n')[1]!);
 
     const server = await spawnServer(env);
     try {

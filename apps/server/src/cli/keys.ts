@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type CredentialHolderType } from '@ets/domain';
 import { loadSettings } from '../config/settings.js';
-import { ApiKeyFile, generateRawKey, hashKey, isEd25519PublicKeyPem } from '../keys/api-keys.js';
+import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
+import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
 import { CliError } from './errors.js';
 import { readStdin } from './read-stdin.js';
 

@@ -1,4 +1,5 @@
-import { createHash, createPublicKey, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { callerFromKeyRecord, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type Caller, type CallerDirectory } from '@ets/domain';
@@ -11,14 +12,6 @@ export const generateRawKey = (): string => RAW_KEY_PREFIX + randomBytes(32).toS
 
 /** Only this hash of a key is ever stored (spec 2.7, 5.3). */
 export const hashKey = (raw: string): string => createHash('sha256').update(raw, 'utf8').digest('hex');
-
-export function isEd25519PublicKeyPem(pem: string): boolean {
-  try {
-    return createPublicKey(pem).asymmetricKeyType === 'ed25519';
-  } catch {
-    return false;
-  }
-}
 
 const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string' && s.length > 0);
 
