@@ -15,7 +15,9 @@ export function chainHashOf(hasher: Hasher, previousChainHash: string | null, di
 
 /**
  * Links the released execution into the deployment's chain and signs the Execution Trust Record.
- * Used on the request path and, for an intent left RELEASED by a crash, at restart.
+ * Used on the request path and, for an intent left RELEASED by a crash, at restart. Callers that
+ * already hold the transaction's hash (the signed intent carries it) pass it in, so the request is
+ * not canonicalised and hashed a second time while the chain lock is held.
  */
 export async function buildTrustRecord(
   deps: { hasher: Hasher; signer: Signer },
@@ -23,6 +25,7 @@ export async function buildTrustRecord(
   head: ChainHead,
   callerId: string,
   recordedAt: string,
+  businessTransactionHash: string = transactionHash(deps.hasher, ctx.transaction),
 ): Promise<SignedTrustRecord> {
   const { hasher, signer } = deps;
   const id = ctx.transaction.businessTransactionId;
@@ -32,7 +35,7 @@ export async function buildTrustRecord(
   const record: ExecutionTrustRecord = {
     recordType: 'execution-trust-record',
     businessTransactionId: id,
-    businessTransactionHash: transactionHash(hasher, ctx.transaction),
+    businessTransactionHash,
     callerId,
     transaction: { ...ctx.transaction, policy: { ...ctx.transaction.policy, contentHash: ctx.policy.contentHash } },
     decision: ctx.decision,

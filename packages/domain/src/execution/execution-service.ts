@@ -186,7 +186,7 @@ export class ExecutionService {
     await this.d.hooks?.afterRelease?.(tx);
 
     // 4. FINALIZED with the signed, chained Trust Record.
-    const record = await this.finalize(tx.businessTransactionId, context, caller.callerId).catch((e: unknown) => {
+    const record = await this.finalize(tx.businessTransactionId, context, caller.callerId, btxHash).catch((e: unknown) => {
       throw fail('unavailable', 'The action was executed; its Trust Record will be completed at the next start.', 'EXECUTION_RECORD_INCOMPLETE', { executionStatus: 'EXECUTED' }, e);
     });
     if (!record) {
@@ -196,9 +196,9 @@ export class ExecutionService {
   }
 
   /** Finalizes a RELEASED intent from its context (request path and restart recovery). */
-  finalize(id: string, context: ReleaseContext, callerId: string): Promise<SignedTrustRecord | undefined> {
+  finalize(id: string, context: ReleaseContext, callerId: string, businessTransactionHash: string): Promise<SignedTrustRecord | undefined> {
     const at = this.d.clock.now().toISOString();
-    return this.d.store.finalize(id, (head) => buildTrustRecord(this.d, context, head, callerId, at), at);
+    return this.d.store.finalize(id, (head) => buildTrustRecord(this.d, context, head, callerId, at, businessTransactionHash), at);
   }
 
   /** At start: every intent a crash left RELEASED gets its Trust Record. Returns how many. */
@@ -206,7 +206,7 @@ export class ExecutionService {
     let done = 0;
     for (const { intent } of await this.d.store.listIntents(['RELEASED'], 10_000)) {
       const context = await this.d.store.getReleaseContext(intent.businessTransactionId);
-      if (context && (await this.finalize(intent.businessTransactionId, context, intent.callerId))) done++;
+      if (context && (await this.finalize(intent.businessTransactionId, context, intent.callerId, intent.businessTransactionHash))) done++;
     }
     return done;
   }
