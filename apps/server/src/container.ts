@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { Container } from 'inversify';
 import type { DataSource } from 'typeorm';
-import type { RequestHandler } from 'express';
 import {
   TypeOrmExecutionStore,
   TypeOrmHandbookLeadStore,
