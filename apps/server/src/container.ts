@@ -169,7 +169,7 @@ export function buildContainer(res: OpenedResources): Container {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     return [
       operationsRoutes({ storageHealth: get(ctx, TOKENS.StorageHealth), buildId: get(ctx, TOKENS.BuildId), profile: settings.profile }),
-      docsRoutes(),
+      docsRoutes({ profile: settings.profile }),
       identityRoutes({ auditEvents: get(ctx, TOKENS.AuditEventStore), verifier: get(ctx, TOKENS.SignatureVerifier) }),
       signingKeyRoutes(get<KeyRing>(ctx, TOKENS.KeyRing)),
       policyRoutes({ policies: get(ctx, TOKENS.PolicyService), governance: get(ctx, TOKENS.PolicyGovernance) }),

@@ -13,3 +13,4 @@ export * from './routes/policies.js';
 export * from './rate-limits.js';
 export * from './routes/handbook.js';
 export * from './routes/verification.js';
+export * from './openapi-document.js';

@@ -1,15 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { marked } from 'marked';
-import { parse as parseYaml } from 'yaml';
 import type { Response } from 'express';
 import type { RouteModule } from '../route-table.js';
 import { renderReference, type OpenApiDocument } from './reference-page.js';
+import { buildOpenApiDocument, openApiYaml, type OpenApiProfile } from '../openapi-document.js';
 
 const asset = (name: string): string => readFileSync(new URL(`../../assets/${name}`, import.meta.url), 'utf8');
 
-/** Read once at start; the documents do not change while the process runs. */
-export const OPENAPI_YAML = asset('openapi.yaml');
-export const OPENAPI: OpenApiDocument = parseYaml(OPENAPI_YAML) as OpenApiDocument;
+/** Built once at start; the documents do not change while the process runs. The default profile's document. */
+export const OPENAPI: OpenApiDocument = buildOpenApiDocument('transaction');
 export const OPERATOR_GUIDE_MARKDOWN = asset('operator-guide.md');
 
 /**
@@ -48,12 +47,14 @@ export function sendPage(res: Response, html: string): void {
   res.type('html').send(html);
 }
 
-export const docsRoutes = (): RouteModule => {
+export const docsRoutes = (options: { profile?: OpenApiProfile } = {}): RouteModule => {
+  const document = options.profile && options.profile !== 'transaction' ? buildOpenApiDocument(options.profile) : OPENAPI;
+  const yaml = openApiYaml(document);
   const guide = htmlPage('Execution Trust Service: operator guide', marked.parse(OPERATOR_GUIDE_MARKDOWN, { async: false }));
-  const reference = htmlPage('Execution Trust Service: API reference', renderReference(OPENAPI));
+  const reference = htmlPage('Execution Trust Service: API reference', renderReference(document));
   return (t) => {
     t.get('/openapi.yaml', { auth: 'none', limiter: 'public' }, (_req, res) => {
-      res.type('application/yaml').send(OPENAPI_YAML);
+      res.type('application/yaml').send(yaml);
     });
     t.get('/documentation', { auth: 'none', limiter: 'public' }, (_req, res) => sendPage(res, guide));
     t.get('/reference', { auth: 'none', limiter: 'public' }, (_req, res) => sendPage(res, reference));
