@@ -1,15 +1,26 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { marked } from 'marked';
 import type { Response } from 'express';
 import type { RouteModule } from '../route-table.js';
 import { renderReference, type OpenApiDocument } from './reference-page.js';
 import { buildOpenApiDocument, openApiYaml, type OpenApiProfile } from '../openapi-document.js';
 
-const asset = (name: string): string => readFileSync(new URL(`../../assets/${name}`, import.meta.url), 'utf8');
+const GUIDE_DIR = new URL('../../assets/guide/', import.meta.url);
+
+/**
+ * The operator guide is kept as one Markdown file per section under `assets/guide/`, joined in the
+ * order of their names (`000-intro.md`, `010-…`), so each area documents itself in its own file.
+ */
+const readGuide = (): string =>
+  readdirSync(GUIDE_DIR)
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => readFileSync(new URL(f, GUIDE_DIR), 'utf8'))
+    .join('\n');
 
 /** Built once at start; the documents do not change while the process runs. The default profile's document. */
 export const OPENAPI: OpenApiDocument = buildOpenApiDocument('transaction');
-export const OPERATOR_GUIDE_MARKDOWN = asset('operator-guide.md');
+export const OPERATOR_GUIDE_MARKDOWN = readGuide();
 
 /**
  * Everything a page needs is inline: no script, font or style comes from another host, so the
