@@ -1,3 +1,5 @@
+import type { AuthEvent } from '../ports/audit.js';
+import type { Signed } from '../ports/crypto.js';
 import type {
   ChainHead,
   IntentResolution,
@@ -34,6 +36,48 @@ export interface Page<T> {
 }
 
 /**
+ * Whose transactions, records, refusals, intents, Verifications and Receipts a read returns
+ * (CONTRACT "Requests, reads and lists"): every caller's, or only `callerId`'s. Every read of the
+ * execution pipeline's storage takes one, so a read can never forget to be scoped; a record of
+ * another caller is simply not found.
+ */
+export type ReadScope = { readonly every: true } | { readonly callerId: string };
+export const EVERY_CALLER: ReadScope = Object.freeze({ every: true });
+
+/** The callerId a scope is limited to, or undefined when it reads every caller's records. */
+export const scopedCaller = (scope: ReadScope): string | undefined => ('callerId' in scope ? scope.callerId : undefined);
+
+/**
+ * Signed records as the store keeps them: the JSON text that was signed, never parsed or
+ * re-serialised. Read lazily, a few at a time, in the page's order, so that serving a page costs
+ * a few records of memory however large the records are.
+ */
+export interface TextPage {
+  items: AsyncIterable<string>;
+  page: number;
+  pageSize: number;
+  total: number;
+}
+
+/** What became of a resolution (PREPARED|ERRORED -> RESOLVED). */
+export type ResolveOutcome =
+  | { outcome: 'resolved' }
+  | { outcome: 'not-found' }
+  | { outcome: 'not-resolvable'; state: IntentState }
+  /** The request that prepared the intent may still be running: it is resolvable after `until`. */
+  | { outcome: 'in-flight'; until: string };
+
+/**
+ * How long a stored intent counts as in flight: its request may still release the action until it
+ * records the outcome (RELEASED or ERRORED). It must outlast the longest a request can take from
+ * storing its intent to recording that outcome: an external connector's timeout (at most 30 s) or,
+ * in sandbox mode, a pause before release and a connector delay (at most 60 s each), plus storage.
+ * Five minutes is twice that and more; after it, an intent left PREPARED by a process that died
+ * becomes resolvable.
+ */
+export const INTENT_IN_FLIGHT_LEASE_MS = 5 * 60_000;
+
+/**
  * Storage of the execution pipeline. Each method is one atomic step: a claim of the id and the
  * record it stores commit together or not at all, so of concurrent requests with one id exactly
  * one wins and a refused body leaves nothing behind.
@@ -42,19 +86,39 @@ export interface ExecutionStore {
   /** Cheap early check; the claim in the atomic methods is the real guarantee. */
   isClaimed(businessTransactionId: string): Promise<boolean>;
 
-  /** Claim + signed refusal. Throws DuplicateTransactionError. */
-  storeRefusal(claim: TransactionClaim, refusal: SignedRefusal): Promise<void>;
+  /**
+   * Claim + signed refusal. Throws DuplicateTransactionError. `audit`, when given, is the request's
+   * signed authentication event, stored in the same commit (and not at all when the claim fails).
+   */
+  storeRefusal(claim: TransactionClaim, refusal: SignedRefusal, audit?: Signed<AuthEvent>): Promise<void>;
 
-  /** Claim + signed trust record without release (`POST /transactions`). Throws DuplicateTransactionError. */
-  storeRecordedTransaction(claim: TransactionClaim, record: SignedTrustRecord): Promise<void>;
+  /** Claim + signed trust record without release (`POST /transactions`). Throws DuplicateTransactionError. `audit` as for storeRefusal. */
+  storeRecordedTransaction(claim: TransactionClaim, record: SignedTrustRecord, audit?: Signed<AuthEvent>): Promise<void>;
 
-  /** Claim + signed intent in state PREPARED, durable on return. Throws DuplicateTransactionError. */
-  prepareIntent(claim: TransactionClaim, intent: SignedIntent, at: string): Promise<void>;
+  /**
+   * Claim + signed intent in state PREPARED, durable on return, in flight (not resolvable) until
+   * `at` + the store's lease (INTENT_IN_FLIGHT_LEASE_MS) unless its outcome is recorded before.
+   * Throws DuplicateTransactionError. `audit` as for storeRefusal.
+   */
+  prepareIntent(claim: TransactionClaim, intent: SignedIntent, at: string, audit?: Signed<AuthEvent>): Promise<void>;
 
-  /** PREPARED -> RELEASED with the saved release context. */
+  /** PREPARED -> RELEASED with the saved release context; the intent is no longer in flight. */
   markReleased(businessTransactionId: string, context: ReleaseContext, at: string): Promise<void>;
 
-  /** PREPARED|RELEASED -> ERRORED. */
+  /**
+   * The release happened, in ONE durable commit: PREPARED -> FINALIZED with the Trust Record that
+   * `build` makes from the chain head (as `finalize` does), the claim EXECUTED. When `build` fails
+   * the same commit stores RELEASED with `context` instead, so that the record is completed at the
+   * next start. Throws when the intent is not PREPARED, or when nothing could be stored.
+   */
+  completeRelease(
+    businessTransactionId: string,
+    context: ReleaseContext,
+    build: (head: ChainHead) => Promise<SignedTrustRecord>,
+    at: string,
+  ): Promise<CompletedRelease>;
+
+  /** PREPARED|RELEASED -> ERRORED; the intent is no longer in flight. */
   markErrored(businessTransactionId: string, error: NonNullable<IntentStatus['error']>, at: string): Promise<void>;
 
   /**
@@ -65,17 +129,40 @@ export interface ExecutionStore {
    */
   finalize(businessTransactionId: string, build: (head: ChainHead) => Promise<SignedTrustRecord>, at: string): Promise<SignedTrustRecord | undefined>;
 
-  /** PREPARED|ERRORED -> RESOLVED; returns false when the intent is in another state. */
-  resolve(businessTransactionId: string, resolution: IntentResolution, at: string): Promise<boolean>;
+  /**
+   * PREPARED|ERRORED -> RESOLVED, as one atomic step on the intent's row: refused while the
+   * intent is in flight (its request may still release the action), or in another state. The
+   * store fills in `previousState` from the state it moved.
+   */
+  resolve(businessTransactionId: string, resolution: Omit<IntentResolution, 'previousState'>, at: string): Promise<ResolveOutcome>;
 
-  getIntent(businessTransactionId: string): Promise<{ intent: SignedIntent; status: IntentStatus } | undefined>;
+  getIntent(businessTransactionId: string, scope: ReadScope): Promise<StoredIntent | undefined>;
   /** Internal: the saved release context of a RELEASED intent. */
   getReleaseContext(businessTransactionId: string): Promise<ReleaseContext | undefined>;
-  listIntents(states: IntentState[], limit: number): Promise<{ intent: SignedIntent; status: IntentStatus }[]>;
+  /** Oldest first (reconciliation works through the backlog in order); pages start at 1. */
+  listIntents(states: readonly IntentState[], scope: ReadScope, page: number, pageSize: number): Promise<Page<StoredIntent>>;
 
-  getTrustRecord(businessTransactionId: string): Promise<SignedTrustRecord | undefined>;
-  getRefusal(businessTransactionId: string): Promise<SignedRefusal | undefined>;
-  getClaim(businessTransactionId: string): Promise<TransactionClaim | undefined>;
-  listTrustRecords(page: number, pageSize: number): Promise<Page<SignedTrustRecord>>;
-  listClaims(page: number, pageSize: number): Promise<Page<TransactionClaim>>;
+  getTrustRecord(businessTransactionId: string, scope: ReadScope): Promise<SignedTrustRecord | undefined>;
+  /** Whether the record exists (in the scope), without reading it: records can be large. */
+  hasTrustRecord(businessTransactionId: string, scope: ReadScope): Promise<boolean>;
+  /** The record's stored JSON text (what was signed), for serving it without parsing it. */
+  getTrustRecordText(businessTransactionId: string, scope: ReadScope): Promise<string | undefined>;
+  getRefusal(businessTransactionId: string, scope: ReadScope): Promise<SignedRefusal | undefined>;
+  getClaim(businessTransactionId: string, scope: ReadScope): Promise<TransactionClaim | undefined>;
+  /**
+   * In chain order, oldest first: the records with executions by their position in the
+   * deployment's chain (each links to the one before), then the records without executions
+   * (recorded without release, pending override) by creation time. Pages start at 1.
+   */
+  listTrustRecordTexts(scope: ReadScope, page: number, pageSize: number): Promise<TextPage>;
+  /** Newest first; pages start at 1. */
+  listClaims(scope: ReadScope, page: number, pageSize: number): Promise<Page<TransactionClaim>>;
+}
+
+/** What `completeRelease` stored: the Trust Record, or (its build failed) the release context. */
+export type CompletedRelease = { record: SignedTrustRecord } | { record: undefined; buildError: unknown };
+
+export interface StoredIntent {
+  intent: SignedIntent;
+  status: IntentStatus;
 }

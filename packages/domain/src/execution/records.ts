@@ -26,9 +26,48 @@ export interface BusinessTransaction {
 
 export type CheckStatus = 'VERIFIED' | 'NOT_REQUIRED' | 'FAILED';
 
+/**
+ * A fact asked from the business system that owns it (spec 2.3, CONTRACT "Business signal
+ * sources"). `sourceProof` is the source's base64 Ed25519 signature over the RFC 8785 canonical
+ * JSON of `{fact, subject, value, validUntil, nonce}`; `sourceKeyId` names the source's registered
+ * key as `ed25519:<base64url of the 32-byte public key>`, so the proof can be checked offline with
+ * the record alone. A source registered without a key is trusted by TLS alone: `sourceKeyId` and
+ * `sourceProof` are null and `sourceProofVerified` false.
+ */
+export interface TrustedSignal {
+  signal: string;
+  source: string;
+  fact: string;
+  subject: unknown;
+  value: unknown;
+  validUntil: string;
+  /** The nonce the service sent and the source echoed (covered by the proof). */
+  nonce: string;
+  sourceKeyId: string | null;
+  sourceProof: string | null;
+  sourceProofVerified: boolean;
+  fetchedAt: string;
+}
+
+/** The authority grant checked for the calling key (spec 2.3 `assessment.authority.grant`). */
+export interface CheckedGrant {
+  grantId: string;
+  action: string;
+  limits: GrantLimit[];
+  expiresAt: string;
+}
+
+/** A limit of a grant on one intent path, per request (spec 2.8). */
+export interface GrantLimit {
+  path: string;
+  min?: number;
+  max?: number;
+  oneOf?: (string | number | boolean)[];
+}
+
 export interface Assessment {
-  authority: { status: CheckStatus; callerId: string; principalId: string; grant: null | Record<string, unknown> };
-  businessValidation: { status: CheckStatus; sourcedSignals: string[] };
+  authority: { status: CheckStatus; callerId: string; principalId: string; grant: CheckedGrant | null };
+  businessValidation: { status: CheckStatus; sourcedSignals: TrustedSignal[] };
   execution: { status: 'EXECUTED' | 'NOT_RELEASED' | 'REFUSED' };
 }
 
@@ -113,9 +152,29 @@ export interface IntentResolution {
 export interface IntentStatus {
   state: IntentState;
   updatedAt: string;
-  /** Why the release stage failed (ERRORED). */
-  error?: { phase: 'before-send' | 'outcome-unknown'; message: string };
+  /**
+   * Until when the request that prepared the intent may still be running (a PREPARED intent whose
+   * request has not yet recorded the release's outcome); it cannot be resolved before.
+   */
+  inFlightUntil?: string;
+  /** As served: whether that request is still in flight at the time of the read. */
+  inFlight?: boolean;
+  /**
+   * Why the release stage failed (ERRORED). `recheck-failed`: the re-check at release found that a
+   * fact or the grant no longer held, and nothing was released (spec 4.3.6).
+   */
+  error?: { phase: 'before-send' | 'conditions-not-met' | 'outcome-unknown' | 'recheck-failed'; message: string };
   resolution?: IntentResolution;
+}
+
+/**
+ * The status as served at `now` (CONTRACT: `GET /execution-intents` says which are in flight):
+ * `inFlight` always, `inFlightUntil` only while the lease holds.
+ */
+export function servedIntentStatus(status: IntentStatus, now: Date): IntentStatus {
+  const { inFlightUntil, ...rest } = status;
+  const inFlight = inFlightUntil !== undefined && Date.parse(inFlightUntil) > now.getTime();
+  return { ...rest, inFlight, ...(inFlight ? { inFlightUntil } : {}) };
 }
 
 /** Internal: what is saved at RELEASED so the Trust Record can be rebuilt after a crash. Never returned. */

@@ -1,24 +1,38 @@
-import type { AuditEventStore, GovernanceEvent } from '../ports/audit.js';
+import type { GovernanceEvent } from '../ports/audit.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
-import type { Signer } from '../ports/crypto.js';
-import { appendSignedEvent, type AuditDeps } from '../identity/signed-audit.js';
+import type { Signed, Signer } from '../ports/crypto.js';
+import { DomainError } from '../shared/errors.js';
 
 /**
- * Signed audit events of governance (who proposed or decided what, and when), appended to the
- * same store as the authentication events and verifiable with `POST /audit/verify`. Fails closed.
+ * Signed audit events of governance (who proposed or decided what, and when), verifiable with
+ * `POST /audit/verify` like the authentication events. An event is signed BEFORE what it records
+ * is stored, and the pending-change store keeps it (and its transparency-log leaf) in the same
+ * transaction as the proposal or decision: a crash can never leave a decision without its event,
+ * nor an event without its decision. Fails closed: no signature, no change.
  */
 export class GovernanceAudit {
-  private readonly deps: AuditDeps;
+  constructor(
+    private readonly signer: Signer,
+    private readonly clock: Clock,
+    private readonly ids: IdGenerator,
+  ) {}
 
-  constructor(signer: Signer, store: AuditEventStore, clock: Clock, ids: IdGenerator) {
-    this.deps = { signer, store, clock, ids };
-  }
-
-  record(e: Pick<GovernanceEvent, 'callerId' | 'action' | 'subjectType' | 'subjectId' | 'summary'>): Promise<void> {
-    return appendSignedEvent(
-      this.deps,
-      (base): GovernanceEvent => ({ eventId: base.eventId, kind: 'governance', callerId: e.callerId, action: e.action, subjectType: e.subjectType, subjectId: e.subjectId, summary: e.summary, occurredAt: base.occurredAt }),
-      'Audit log is unavailable; the governance event could not be recorded.',
-    );
+  /** The signed event; `at` is the moment of what it records (a decision's `decidedAt`), default now. */
+  async sign(e: Pick<GovernanceEvent, 'callerId' | 'action' | 'subjectType' | 'subjectId' | 'summary'>, at: Date = this.clock.now()): Promise<Signed<GovernanceEvent>> {
+    const event: GovernanceEvent = {
+      eventId: this.ids.uuid(),
+      kind: 'governance',
+      callerId: e.callerId,
+      action: e.action,
+      subjectType: e.subjectType,
+      subjectId: e.subjectId,
+      summary: e.summary,
+      occurredAt: at.toISOString(),
+    };
+    try {
+      return await this.signer.sign<GovernanceEvent>(event);
+    } catch (cause) {
+      throw new DomainError('unavailable', 'Audit log is unavailable; the governance event could not be signed.', 'AUDIT_UNAVAILABLE', undefined, { cause });
+    }
   }
 }

@@ -1,5 +1,8 @@
+import type { Page } from '../execution/ports.js';
 import type { ChangeStatus, PendingChange } from './change.js';
-import type { DecisionRequest, DecisionResult, PendingChangeStore } from './ports.js';
+import type { GovernanceEvent } from '../ports/audit.js';
+import type { Signed } from '../ports/crypto.js';
+import type { ApplyClaim, ApplyClaimRequest, DecisionRequest, DecisionResult, PendingChangeStore } from './ports.js';
 
 const copy = <T>(x: T): T => structuredClone(x);
 
@@ -11,8 +14,12 @@ const copy = <T>(x: T): T => structuredClone(x);
 export class InMemoryPendingChangeStore implements PendingChangeStore {
   readonly changes = new Map<string, PendingChange>();
   readonly nonces = new Set<string>();
+  /** Apply claims by change id (not part of the change a caller sees). */
+  readonly claims = new Map<string, ApplyClaim>();
+  /** The governance events stored with the changes, in order. */
+  readonly events: Signed<GovernanceEvent>[] = [];
 
-  async create(change: PendingChange): Promise<boolean> {
+  async create(change: PendingChange, event: Signed<GovernanceEvent>): Promise<boolean> {
     if (this.changes.has(change.id)) return false;
     if (change.subject !== undefined) {
       for (const c of this.changes.values()) {
@@ -20,6 +27,7 @@ export class InMemoryPendingChangeStore implements PendingChangeStore {
       }
     }
     this.changes.set(change.id, copy(change));
+    this.events.push(copy(event));
     return true;
   }
 
@@ -35,6 +43,11 @@ export class InMemoryPendingChangeStore implements PendingChangeStore {
       .map(copy);
   }
 
+  async page(query: { kind: string; status?: ChangeStatus }, page: number, pageSize: number): Promise<Page<PendingChange>> {
+    const all = await this.list(query);
+    return { items: all.slice((page - 1) * pageSize, page * pageSize), page, pageSize, total: all.length };
+  }
+
   async decide(r: DecisionRequest): Promise<DecisionResult> {
     if (this.nonces.has(r.nonce)) return { nonceFresh: false, decided: false };
     this.nonces.add(r.nonce);
@@ -46,12 +59,31 @@ export class InMemoryPendingChangeStore implements PendingChangeStore {
       c.decider = r.decider;
       c.decidedAt = r.decidedAt;
       if (r.rejectionReason !== undefined) c.rejectionReason = r.rejectionReason;
+      if (r.applyClaim) this.claims.set(c.id, { ...r.applyClaim });
+      this.events.push(copy(r.event));
     }
     return { nonceFresh: true, decided, change: copy(c) };
   }
 
-  async markApplied(id: string, at: string): Promise<void> {
+  async claimApply(r: ApplyClaimRequest): Promise<boolean> {
+    const c = this.changes.get(r.id);
+    if (!c || c.kind !== r.kind || c.status !== 'APPROVED' || c.decider !== r.decider || c.appliedAt !== undefined) return false;
+    const held = this.claims.get(r.id);
+    if (held && held.until >= r.now) return false;
+    this.claims.set(r.id, { ...r.claim });
+    this.events.push(copy(r.event));
+    return true;
+  }
+
+  async releaseApply(id: string, token: string): Promise<void> {
+    if (this.claims.get(id)?.token === token) this.claims.delete(id);
+  }
+
+  async markApplied(id: string, at: string, token: string): Promise<boolean> {
     const c = this.changes.get(id);
-    if (c && c.appliedAt === undefined) c.appliedAt = at;
+    if (!c || c.appliedAt !== undefined || this.claims.get(id)?.token !== token) return false;
+    c.appliedAt = at;
+    this.claims.delete(id);
+    return true;
   }
 }

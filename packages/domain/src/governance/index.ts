@@ -4,4 +4,6 @@ export * from './ports.js';
 export * from './step-up.js';
 export * from './governance-audit.js';
 export * from './maker-checker.js';
+export * from './governed-registry.js';
+export * from './registrations.js';
 export { InMemoryPendingChangeStore } from './in-memory.js';

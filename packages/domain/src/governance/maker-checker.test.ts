@@ -1,10 +1,9 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import type { Caller, CredentialHolderType } from '../identity/caller.js';
-import type { AuditEventStore, GovernanceEvent } from '../ports/audit.js';
 import type { PendingChange } from './change.js';
 import { GovernanceAudit } from './governance-audit.js';
 import { InMemoryPendingChangeStore } from './in-memory.js';
-import { MakerChecker } from './maker-checker.js';
+import { APPLY_LEASE_MS, MakerChecker } from './maker-checker.js';
 import type { ChangeApplier } from './ports.js';
 import { fakeSigner as signer, fakeStepUpSign as fakeSign, fakeStepUpVerifier as verifier } from './testing.js';
 
@@ -22,16 +21,8 @@ let counter = 0;
 const ids = { uuid: () => `00000000-0000-4000-8000-${String(++counter).padStart(12, '0')}` };
 const nonce = (): string => `nonce-${String(++counter).padStart(20, '0')}`;
 
-function memoryAudit() {
-  const events: GovernanceEvent[] = [];
-  const store: AuditEventStore = {
-    append: async (e) => {
-      events.push(e as GovernanceEvent);
-    },
-    list: async () => [],
-  };
-  return { events, store };
-}
+/** The governance events the store kept, each with the change it records (same transaction). */
+const audit = { get events() { return store.events; } };
 
 /** A kind of change for the tests: sets a value in a map. */
 interface Widget {
@@ -42,8 +33,11 @@ class WidgetApplier implements ChangeApplier<Widget> {
   readonly applied = new Map<string, number>();
   calls = 0;
   failNext = 0;
+  /** While set, every apply waits for it (an apply still running while other requests arrive). */
+  gate?: Promise<void>;
   async apply(change: PendingChange<Widget>): Promise<void> {
     this.calls++;
+    if (this.gate) await this.gate;
     if (this.failNext > 0) {
       this.failNext--;
       throw new Error('connection lost while applying');
@@ -67,7 +61,6 @@ const nonHuman = (callerId: string, holder?: CredentialHolderType): Caller => ({
 let clock: FakeClock;
 let store: InMemoryPendingChangeStore;
 let applier: WidgetApplier;
-let audit: ReturnType<typeof memoryAudit>;
 let mc: MakerChecker<Widget>;
 const alice = human('alice');
 const bob = human('bob');
@@ -77,7 +70,6 @@ beforeEach(() => {
   clock = new FakeClock();
   store = new InMemoryPendingChangeStore();
   applier = new WidgetApplier();
-  audit = memoryAudit();
   mc = new MakerChecker<Widget>({
     kind: 'widget',
     store,
@@ -85,7 +77,7 @@ beforeEach(() => {
     stepUpVerifier: verifier,
     clock,
     ids,
-    audit: new GovernanceAudit(signer, audit.store, clock, ids),
+    audit: new GovernanceAudit(signer, clock, ids),
     describe: (c) => `set ${c.payload.name} to ${c.payload.value}`,
   });
 });
@@ -147,15 +139,18 @@ describe('proposing', () => {
     await expect(propose(bob)).rejects.toEqual(refusal('conflict', undefined));
   });
 
-  it('lists by status, oldest first', async () => {
+  it('lists by status, oldest first, page by page', async () => {
     const a = await mc.propose(alice, { payload: { name: 'a', value: 1 } });
     clock.advance(1000);
     const b = await mc.propose(alice, { payload: { name: 'b', value: 2 } });
     await mc.approve(b.id, bob, envelope(bob, b.id, 'approve'));
-    expect((await mc.list()).map((c) => c.id)).toEqual([a.id, b.id]);
-    expect((await mc.list('PENDING_APPROVAL')).map((c) => c.id)).toEqual([a.id]);
-    expect((await mc.list('APPROVED')).map((c) => c.id)).toEqual([b.id]);
-    expect(await mc.list('REJECTED')).toEqual([]);
+    const ids = async (status: Parameters<typeof mc.page>[0], page = 1, pageSize = 20) => (await mc.page(status, page, pageSize)).items.map((c) => c.id);
+    expect(await ids(undefined)).toEqual([a.id, b.id]);
+    expect(await ids('PENDING_APPROVAL')).toEqual([a.id]);
+    expect(await ids('APPROVED')).toEqual([b.id]);
+    expect(await ids('REJECTED')).toEqual([]);
+    expect(await ids(undefined, 2, 1)).toEqual([b.id]);
+    expect(await mc.page(undefined, 3, 1)).toMatchObject({ items: [], page: 3, pageSize: 1, total: 2 });
   });
 });
 
@@ -183,6 +178,47 @@ describe('approving', () => {
     const change = await mc.proposeAsSystem({ payload: { name: 's', value: 9 }, reason: 'shipped' });
     expect(change.proposer).toBe('system');
     await expect(mc.approve(change.id, alice, envelope(alice, change.id, 'approve'))).resolves.toMatchObject({ status: 'APPROVED', decider: 'alice' });
+  });
+});
+
+describe('the governance event is stored with what it records, or neither is', () => {
+  /** A maker-checker on the same store whose signer is down. */
+  const withoutSigner = () =>
+    new MakerChecker<Widget>({
+      kind: 'widget',
+      store,
+      applier,
+      stepUpVerifier: verifier,
+      clock,
+      ids,
+      audit: new GovernanceAudit({ ...signer, sign: async () => Promise.reject(new Error('signer down')) }, clock, ids),
+      describe: (c) => `set ${c.payload.name} to ${c.payload.value}`,
+    });
+
+  it('signs before storing: no signature, no proposal and no decision (503 AUDIT_UNAVAILABLE), and the nonce stays unused', async () => {
+    await expect(withoutSigner().propose(alice, { payload: { name: 'w', value: 1 }, subject: 'w' })).rejects.toEqual(refusal('unavailable', 'AUDIT_UNAVAILABLE'));
+    expect(store.changes.size).toBe(0);
+    const change = await propose();
+    const first = envelope(bob, change.id, 'approve');
+    await expect(withoutSigner().approve(change.id, bob, first)).rejects.toEqual(refusal('unavailable', 'AUDIT_UNAVAILABLE'));
+    expect(await store.get(change.id)).toMatchObject({ status: 'PENDING_APPROVAL' });
+    expect(store.nonces.size).toBe(0);
+    // The same envelope, once the signer is back, decides.
+    await expect(mc.approve(change.id, bob, first)).resolves.toMatchObject({ status: 'APPROVED' });
+    expect(audit.events.map((e) => [e.action, e.subjectId])).toEqual([
+      ['propose', change.id],
+      ['approve', change.id],
+    ]);
+  });
+
+  it('keeps the event of the winning decision only: a refused proposal and a lost decision store none', async () => {
+    const change = await propose();
+    await expect(propose(bob)).rejects.toEqual(refusal('conflict', undefined));
+    const results = await Promise.allSettled([mc.approve(change.id, bob, envelope(bob, change.id, 'approve')), mc.reject(change.id, carol, envelope(carol, change.id, 'reject'))]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(audit.events.map((e) => e.action)).toEqual(['propose', (await store.get(change.id))!.status === 'APPROVED' ? 'approve' : 'reject']);
+    // The event's time is the decision's.
+    expect(audit.events[1]!.occurredAt).toBe((await store.get(change.id))!.decidedAt);
   });
 });
 
@@ -219,6 +255,11 @@ describe('refusals (each leaves the change pending and applies nothing)', () => 
     ['a numeric action', (e) => ({ ...e, payload: { ...e.payload, action: 1 } })],
     ['no expiresAt', (e) => ({ ...e, payload: { ...e.payload, expiresAt: undefined } })],
     ['an expiresAt that is not RFC 3339', (e) => ({ ...e, payload: { ...e.payload, expiresAt: 'tomorrow' } })],
+    ['an expiresAt on a day that does not exist', (e) => ({ ...e, payload: { ...e.payload, expiresAt: '2026-11-31T12:05:00Z' } })],
+    ['an expiresAt at 24:00', (e) => ({ ...e, payload: { ...e.payload, expiresAt: '2026-11-20T24:00:00Z' } })],
+    ['an expiresAt in a leap second', (e) => ({ ...e, payload: { ...e.payload, expiresAt: '2026-11-21T12:04:60Z' } })],
+    ['an expiresAt more than 15 minutes ahead', (e) => ({ ...e, payload: { ...e.payload, expiresAt: '2026-11-21T12:15:00.001Z' } })],
+    ['an expiresAt in year 9999', (e) => ({ ...e, payload: { ...e.payload, expiresAt: '9999-12-31T23:59:59Z' } })],
     ['no nonce', (e) => ({ ...e, payload: { ...e.payload, nonce: undefined } })],
     ['a nonce of under 16 bytes', (e) => ({ ...e, payload: { ...e.payload, nonce: 'AAAAAAAAAAAAAAAAAAAAA' } })],
     ['a nonce that is not base64url', (e) => ({ ...e, payload: { ...e.payload, nonce: 'not base64url at all, has spaces' } })],
@@ -230,6 +271,14 @@ describe('refusals (each leaves the change pending and applies nothing)', () => 
     await stillPending();
   });
 
+  it('accepts an expiresAt exactly 15 minutes ahead, in any offset', async () => {
+    await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve', { expiresAt: '2026-11-21T13:15:00+01:00' }))).resolves.toMatchObject({ status: 'APPROVED' });
+  });
+
+  it('accepts an expiresAt with more than nine fraction digits (RFC 3339 sets no bound)', async () => {
+    await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve', { expiresAt: '2026-11-21T12:05:00.1234567890Z' }))).resolves.toMatchObject({ status: 'APPROVED' });
+  });
+
   it('400 for a reject envelope without a reason', async () => {
     await expect(mc.reject(change.id, bob, envelope(bob, change.id, 'reject', { reason: undefined }))).rejects.toEqual(refusal('invalid', undefined));
     await expect(mc.reject(change.id, bob, envelope(bob, change.id, 'reject', { reason: '  ' }))).rejects.toEqual(refusal('invalid', undefined));
@@ -238,7 +287,7 @@ describe('refusals (each leaves the change pending and applies nothing)', () => 
 
   it('403 STEP_UP_INVALID when the signature does not verify against the checker key', async () => {
     const tampered = envelope(bob, change.id, 'approve');
-    tampered.payload.expiresAt = new Date(clock.t + 3_600_000).toISOString();
+    tampered.payload.expiresAt = new Date(clock.t + 600_000).toISOString();
     await expect(mc.approve(change.id, bob, tampered)).rejects.toEqual(refusal('forbidden', 'STEP_UP_INVALID'));
     // Signed with someone else's key (carol's), presented by bob.
     await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve', {}, 'key-of-carol'))).rejects.toEqual(refusal('forbidden', 'STEP_UP_INVALID'));
@@ -288,7 +337,7 @@ describe('refusals (each leaves the change pending and applies nothing)', () => 
   it('404 without a code for an unknown change (or one of another kind)', async () => {
     const id = '00000000-0000-4000-8000-999999999999';
     await expect(mc.approve(id, bob, envelope(bob, id, 'approve'))).rejects.toEqual(refusal('not_found', undefined));
-    await store.create({ ...change, id: 'conn-1', kind: 'connector', subject: undefined });
+    await store.create({ ...change, id: 'conn-1', kind: 'connector', subject: undefined }, store.events[0]!);
     await expect(mc.approve('conn-1', bob, envelope(bob, 'conn-1', 'approve'))).rejects.toEqual(refusal('not_found', undefined));
   });
 
@@ -365,5 +414,48 @@ describe('retry after a partial failure', () => {
 
     // Now it is complete: a further retry is 409 like any decided change.
     await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve'))).rejects.toEqual(refusal('conflict', undefined));
+  });
+
+  it('answers 200 once for 20 simultaneous approvals by one approver, each with its own envelope, while the first still applies', async () => {
+    const change = await propose();
+    let open!: () => void;
+    applier.gate = new Promise((resolve) => (open = resolve));
+    const all = Promise.allSettled(Array.from({ length: 20 }, () => mc.approve(change.id, bob, envelope(bob, change.id, 'approve'))));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    open();
+    const results = await all;
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    for (const r of results.filter((x): x is PromiseRejectedResult => x.status === 'rejected')) expect(r.reason).toEqual(refusal('conflict', undefined));
+    expect(applier.calls).toBe(1);
+    expect(audit.events.filter((e) => e.action === 'approve')).toHaveLength(1);
+  });
+
+  it('lets the approver complete after a crash of the applying request only once its lease has run out', async () => {
+    const change = await propose();
+    // The deciding request holds the claim and its process stops before applying.
+    const event = await new GovernanceAudit(signer, clock, ids).sign({ callerId: 'bob', action: 'approve', subjectType: 'widget-change', subjectId: change.id, summary: 'set w to 1' });
+    await store.decide({ id: change.id, kind: 'widget', decision: 'APPROVED', decider: 'bob', decidedAt: clock.now().toISOString(), nonce: nonce(), applyClaim: { token: 'crashed', until: new Date(clock.t + APPLY_LEASE_MS).toISOString() }, event });
+    await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve'))).rejects.toEqual(refusal('conflict', undefined));
+    clock.advance(APPLY_LEASE_MS);
+    await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve'))).rejects.toEqual(refusal('conflict', undefined));
+    clock.advance(1);
+    await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve'))).resolves.toMatchObject({ status: 'APPROVED', appliedAt: expect.any(String) });
+    expect(applier.calls).toBe(1);
+  });
+
+  it('answers 409 to a request whose lease ran out while it applied and whose claim the approver took over', async () => {
+    const change = await propose();
+    let open!: () => void;
+    applier.gate = new Promise((resolve) => (open = resolve));
+    const slow = mc.approve(change.id, bob, envelope(bob, change.id, 'approve'));
+    slow.catch(() => undefined); // asserted below
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    clock.advance(APPLY_LEASE_MS + 1);
+    const retry = mc.approve(change.id, bob, envelope(bob, change.id, 'approve'));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    open();
+    await expect(retry).resolves.toMatchObject({ status: 'APPROVED', appliedAt: expect.any(String) });
+    await expect(slow).rejects.toEqual(refusal('conflict', undefined));
+    expect(applier.applied.get('w')).toBe(1);
   });
 });

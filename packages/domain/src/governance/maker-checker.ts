@@ -7,14 +7,20 @@
  *
  * A decision is two steps: (a) one atomic store call consumes the envelope's nonce and
  * compare-and-sets PENDING_APPROVAL → decided (so of two simultaneous decisions, in one process or
- * several, exactly one wins); (b) the kind's applier makes the change take effect, idempotently,
- * and the change is marked applied. If (b) fails after (a), the change stays APPROVED without
- * `appliedAt`; a new valid envelope from the same approver then performs (b) and answers 200, while
- * anyone else gets 409.
+ * several, exactly one wins), stores the decision's signed governance event with it (signed
+ * before, kept only by the winner: the event exists if and only if the decision does; a proposal
+ * and its event likewise), and an approval takes the apply claim with it; (b) the claimant runs
+ * the kind's applier, idempotently, and marks the change applied. If (b) fails after (a), the
+ * claimant gives the claim back and the change stays APPROVED without `appliedAt`; a new valid
+ * envelope from the same approver then takes the claim, performs (b) and answers 200, while anyone
+ * else gets 409. A claim is a lease (`APPLY_LEASE_MS`), so a claimant whose process stopped does not
+ * hold it forever. Requests of the same approver that arrive while the claimant is still applying
+ * find the claim held and get 409: only the claimant answers 200.
  */
 import { isVerifiedHuman, type Caller } from '../identity/caller.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { StepUpSignatureVerifier } from '../ports/crypto.js';
+import type { Page } from '../execution/ports.js';
 import { conflict, DomainError, forbidden, invalid, notFound } from '../shared/errors.js';
 import {
   charLength,
@@ -27,8 +33,15 @@ import {
   type PendingChange,
 } from './change.js';
 import type { GovernanceAudit } from './governance-audit.js';
-import type { ChangeApplier, PendingChangeStore } from './ports.js';
+import type { ApplyClaim, ChangeApplier, PendingChangeStore } from './ports.js';
 import { checkStepUpEnvelope, readStepUpEnvelope } from './step-up.js';
+
+/**
+ * How long the apply claim of a decision stays with its request. Applying is a few statements; the
+ * lease only matters when the claimant's process stopped mid-way, and is how long the approver's
+ * retry then waits.
+ */
+export const APPLY_LEASE_MS = 60_000;
 
 export interface MakerCheckerDeps<P> {
   /** The kind of change this instance governs (`policy`, …). */
@@ -41,6 +54,30 @@ export interface MakerCheckerDeps<P> {
   audit: GovernanceAudit;
   /** One line saying what the change does, for audit events (`publish policy 'x' version '2'`). */
   describe(change: PendingChange<P>): string;
+  /**
+   * The kind's own refusal of a checker, after the shared ones (a grantee may not approve a grant
+   * of their own): throws a DomainError, before anything is stored.
+   */
+  checkDecider?(change: PendingChange<P>, checker: Caller): void;
+}
+
+/** What every kind of governed change shares: the change store, step-up checks, time, ids, audit. */
+export interface GovernedKindDeps {
+  changes: PendingChangeStore;
+  stepUpVerifier: StepUpSignatureVerifier;
+  clock: Clock;
+  ids: IdGenerator;
+  audit: GovernanceAudit;
+}
+
+/** The maker-checker of one kind of change, from the shared parts and the kind's own. */
+export function makerCheckerFor<P>(
+  kind: string,
+  deps: GovernedKindDeps,
+  own: Pick<MakerCheckerDeps<P>, 'applier' | 'describe' | 'checkDecider'>,
+): MakerChecker<P> {
+  const { changes, stepUpVerifier, clock, ids, audit } = deps;
+  return new MakerChecker<P>({ kind, store: changes, stepUpVerifier, clock, ids, audit, ...own });
 }
 
 /** Spec 5.9: proposing needs a USER key. */
@@ -99,8 +136,9 @@ export class MakerChecker<P> {
     return found as PendingChange<P> | undefined;
   }
 
-  async list(status?: ChangeStatus): Promise<PendingChange<P>[]> {
-    return (await this.deps.store.list({ kind: this.deps.kind, status })) as PendingChange<P>[];
+  /** One page of this kind's changes, oldest first (CONTRACT "Requests, reads and lists"). */
+  async page(status: ChangeStatus | undefined, page: number, pageSize: number): Promise<Page<PendingChange<P>>> {
+    return (await this.deps.store.page({ kind: this.deps.kind, status }, page, pageSize)) as Page<PendingChange<P>>;
   }
 
   approve(id: string, checker: Caller, envelope: unknown): Promise<PendingChange<P>> {
@@ -113,6 +151,7 @@ export class MakerChecker<P> {
 
   private async create(proposer: string, input: { payload: P; subject?: string; reason?: string }): Promise<PendingChange<P>> {
     const reason = readReason(input.reason);
+    const now = this.deps.clock.now();
     const change: PendingChange<P> = {
       id: this.deps.ids.uuid(),
       kind: this.deps.kind,
@@ -121,12 +160,12 @@ export class MakerChecker<P> {
       status: 'PENDING_APPROVAL',
       proposer,
       ...(reason !== undefined ? { reason } : {}),
-      createdAt: this.deps.clock.now().toISOString(),
+      createdAt: now.toISOString(),
     };
-    if (!(await this.deps.store.create(change))) {
+    const event = await this.deps.audit.sign({ callerId: proposer, action: 'propose', subjectType: this.subjectType, subjectId: change.id, summary: this.deps.describe(change) }, now);
+    if (!(await this.deps.store.create(change, event))) {
       throw conflict(`A pending change for ${input.subject ?? 'this subject'} already exists; approve or reject it first.`);
     }
-    await this.deps.audit.record({ callerId: proposer, action: 'propose', subjectType: this.subjectType, subjectId: change.id, summary: this.deps.describe(change) });
     return change;
   }
 
@@ -136,17 +175,25 @@ export class MakerChecker<P> {
 
   private async decide(id: string, action: DecisionAction, checker: Caller, body: unknown): Promise<PendingChange<P>> {
     requireChecker(checker);
-    const envelope = readStepUpEnvelope(body, action);
     const now = this.deps.clock.now();
+    const envelope = readStepUpEnvelope(body, action, now);
     checkStepUpEnvelope(envelope, { changeId: id, action, checker, now }, this.deps.stepUpVerifier);
 
     const found = await this.get(id);
     if (found.proposer === checker.callerId) {
       throw forbidden('The proposer of a change cannot approve or reject it; another human must decide.', 'SELF_APPROVAL_DENIED');
     }
+    this.deps.checkDecider?.(found, checker);
     if (found.status !== 'PENDING_APPROVAL' && !this.completable(found, action, checker)) throw alreadyDecided(found);
 
-    // Step (a): consume the nonce and compare-and-set the status, atomically.
+    // Step (a): consume the nonce and compare-and-set the status, atomically, with the decision's
+    // signed event (signed first, stored in the same transaction); an approval takes the apply claim.
+    const claim = action === 'approve' ? this.newClaim(now) : undefined;
+    const summary = this.deps.describe(found);
+    const event = await this.deps.audit.sign(
+      { callerId: checker.callerId, action, subjectType: this.subjectType, subjectId: id, summary: action === 'reject' ? `${summary}; rejected: ${envelope.payload.reason}` : summary },
+      now,
+    );
     const result = await this.deps.store.decide({
       id,
       kind: this.deps.kind,
@@ -155,41 +202,50 @@ export class MakerChecker<P> {
       decidedAt: now.toISOString(),
       ...(action === 'reject' ? { rejectionReason: envelope.payload.reason } : {}),
       nonce: envelope.payload.nonce,
+      ...(claim ? { applyClaim: claim } : {}),
+      event,
     });
     if (!result.nonceFresh) {
       throw conflict('The step-up envelope nonce has been used before; sign a new envelope.', 'STEP_UP_NONCE_REUSED');
     }
     const change = result.change as PendingChange<P> | undefined;
     if (!change) throw changeNotFound(id);
-    const summary = this.deps.describe(change);
-    if (result.decided) {
-      await this.deps.audit.record({
-        callerId: checker.callerId,
-        action,
-        subjectType: this.subjectType,
-        subjectId: id,
-        summary: action === 'reject' ? `${summary}; rejected: ${envelope.payload.reason}` : summary,
-      });
-      return action === 'approve' ? this.apply(change) : change;
-    }
-    // Lost the compare-and-set, or the change was approved by this checker and not applied yet.
-    if (!this.completable(change, action, checker)) throw alreadyDecided(change);
-    await this.deps.audit.record({
-      callerId: checker.callerId,
-      action,
-      subjectType: this.subjectType,
-      subjectId: id,
-      summary: `${summary}; completing an approval that was not applied`,
-    });
-    return this.apply(change);
+    if (result.decided) return claim ? this.apply(change, claim) : change;
+    // Lost the compare-and-set, or the change was approved by this checker and not applied yet:
+    // completing it needs the apply claim, which a request still applying it holds.
+    if (!claim || !this.completable(change, action, checker)) throw alreadyDecided(change);
+    const completing = await this.deps.audit.sign(
+      { callerId: checker.callerId, action, subjectType: this.subjectType, subjectId: id, summary: `${summary}; completing an approval that was not applied` },
+      now,
+    );
+    const claimed = await this.deps.store.claimApply({ id, kind: this.deps.kind, decider: checker.callerId, claim, now: now.toISOString(), event: completing });
+    if (!claimed) throw alreadyDecided(change);
+    return this.apply(change, claim);
   }
 
-  /** Step (b): apply idempotently, then mark applied. */
-  private async apply(change: PendingChange<P>): Promise<PendingChange<P>> {
-    await this.deps.applier.apply(change);
-    const at = this.deps.clock.now().toISOString();
-    await this.deps.store.markApplied(change.id, at);
-    return ((await this.deps.store.get(change.id)) as PendingChange<P> | undefined) ?? { ...change, appliedAt: at };
+  private newClaim(now: Date): ApplyClaim {
+    return { token: this.deps.ids.uuid(), until: new Date(now.getTime() + APPLY_LEASE_MS).toISOString() };
+  }
+
+  /**
+   * Step (b), by the holder of the apply claim: apply idempotently, then mark applied. On failure the
+   * claim is given back, so that the approver's retry can complete at once.
+   */
+  private async apply(change: PendingChange<P>, claim: ApplyClaim): Promise<PendingChange<P>> {
+    let marked: boolean;
+    try {
+      await this.deps.applier.apply(change);
+      marked = await this.deps.store.markApplied(change.id, this.deps.clock.now().toISOString(), claim.token);
+    } catch (e) {
+      // The failure is what the caller must see; a claim that cannot be given back ends with its lease.
+      await this.deps.store.releaseApply(change.id, claim.token).catch(() => undefined);
+      throw e;
+    }
+    const stored = (await this.deps.store.get(change.id)) as PendingChange<P> | undefined;
+    // Not marked: this request's lease ran out and the approver's retry took the claim over; that
+    // request answers 200.
+    if (!marked || !stored) throw alreadyDecided(stored ?? change);
+    return stored;
   }
 
   /** An approval by this checker that was decided (step a) but not applied (step b). */

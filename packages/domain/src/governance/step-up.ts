@@ -4,7 +4,9 @@
  * step-up key (never the bearer key).
  *
  * Refusals, in the order they are checked (statuses in the OpenAPI document):
- * - malformed envelope (shape, types, nonce format, reject without reason): 400, no code;
+ * - malformed envelope (shape, types, nonce format, reject without reason, an `expiresAt` that is
+ *   not a real RFC 3339 date-time or lies more than `STEP_UP_MAX_VALIDITY_MS` ahead of the
+ *   server's clock): 400, no code;
  * - signature does not verify against the caller's registered step-up key, or
  *   `pendingPolicyChangeId` is not the change in the URL, or `action` is not the endpoint's, or
  *   `callerId` (when present) is not the authenticated caller: 403 `STEP_UP_INVALID`;
@@ -17,6 +19,13 @@ import type { StepUpSignatureVerifier } from '../ports/crypto.js';
 import { DomainError, forbidden, invalid } from '../shared/errors.js';
 import { charLength, REASON_MAX_LENGTH, type DecisionAction } from './change.js';
 import { isPlainObject } from '../shared/guards.js';
+import { parseRfc3339 } from '../shared/rfc3339.js';
+
+/**
+ * How far ahead of the server's clock an envelope may expire: an envelope is a fresh, explicit
+ * decision, not a standing permission. `ets step-up sign --ttl` allows at most this.
+ */
+export const STEP_UP_MAX_VALIDITY_MS = 15 * 60_000;
 
 export interface StepUpPayload {
   pendingPolicyChangeId: string;
@@ -36,16 +45,17 @@ export interface StepUpEnvelope {
   payload: StepUpPayload;
   /** Base64 Ed25519 signature over the RFC 8785 canonical JSON of `payload`. */
   signature: string;
+  /** `payload.expiresAt` in milliseconds since the epoch. */
+  expiresAtMs: number;
 }
 
 /** 16 bytes are 22 base64url characters (unpadded). */
 export const NONCE_PATTERN = /^[A-Za-z0-9_-]{22,512}$/;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
 const nonEmptyString = (x: unknown): x is string => typeof x === 'string' && x.length > 0;
 
 /** Checks the shape of an envelope (400 on anything malformed) and returns it typed. */
-export function readStepUpEnvelope(body: unknown, action: DecisionAction): StepUpEnvelope {
+export function readStepUpEnvelope(body: unknown, action: DecisionAction, now: Date): StepUpEnvelope {
   if (!isPlainObject(body) || !isPlainObject(body.payload)) {
     throw invalid('The body must be a step-up envelope: {"payload": {…}, "signature": "…"}.');
   }
@@ -53,8 +63,12 @@ export function readStepUpEnvelope(body: unknown, action: DecisionAction): StepU
   if (!nonEmptyString(body.signature)) throw invalid('signature is required: a base64 Ed25519 signature over the canonical JSON of payload.');
   if (!nonEmptyString(p.pendingPolicyChangeId)) throw invalid('payload.pendingPolicyChangeId is required.');
   if (!nonEmptyString(p.action)) throw invalid('payload.action is required (approve or reject).');
-  if (typeof p.expiresAt !== 'string' || !RFC3339.test(p.expiresAt) || Number.isNaN(Date.parse(p.expiresAt))) {
-    throw invalid('payload.expiresAt must be an RFC 3339 time, such as 2026-11-21T12:05:00Z.');
+  const expiresAtMs = typeof p.expiresAt === 'string' ? parseRfc3339(p.expiresAt) : undefined;
+  if (expiresAtMs === undefined) {
+    throw invalid('payload.expiresAt must be a real RFC 3339 date-time, such as 2026-11-21T12:05:00Z.');
+  }
+  if (expiresAtMs > now.getTime() + STEP_UP_MAX_VALIDITY_MS) {
+    throw invalid(`payload.expiresAt must be at most ${STEP_UP_MAX_VALIDITY_MS / 60_000} minutes ahead of the server's clock (now ${now.toISOString()}).`);
   }
   if (typeof p.nonce !== 'string' || !NONCE_PATTERN.test(p.nonce)) {
     throw invalid('payload.nonce must be at least 16 random bytes, base64url-encoded without padding.');
@@ -67,7 +81,7 @@ export function readStepUpEnvelope(body: unknown, action: DecisionAction): StepU
   if (action === 'reject' && (typeof p.reason !== 'string' || p.reason.trim() === '')) {
     throw invalid('payload.reason is required to reject a change: it is recorded as the rejection reason.');
   }
-  return { payload: p as StepUpPayload, signature: body.signature };
+  return { payload: p as StepUpPayload, signature: body.signature, expiresAtMs };
 }
 
 /**
@@ -93,7 +107,7 @@ export function checkStepUpEnvelope(
   if (payload.callerId !== undefined && payload.callerId !== expected.checker.callerId) {
     throw forbidden('The step-up envelope was made for another caller.', 'STEP_UP_INVALID');
   }
-  if (Date.parse(payload.expiresAt) <= expected.now.getTime()) {
+  if (envelope.expiresAtMs <= expected.now.getTime()) {
     throw new DomainError('forbidden', 'The step-up envelope has expired; sign a new one.', 'STEP_UP_EXPIRED');
   }
 }

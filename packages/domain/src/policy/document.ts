@@ -32,15 +32,24 @@ export interface PolicyRule extends PolicyOutcome {
 }
 
 /**
- * A sourced fact (spec 1.7, 2.8): the business system that owns the value of a signal. Only the
- * structure is validated here (`source` names a registered business signal source); the runtime
- * effect (asking the source, SOURCE_UNAVAILABLE) belongs to the application layer. Extra properties
- * are kept as written so later versions can add settings without breaking stored documents.
+ * A sourced fact (spec 1.7, 2.8; CONTRACT "Business signal sources"): the registered business
+ * system that owns the value of a declared signal, the fact it is asked for, and the path into the
+ * request whose value says what the fact is about (`intent.parameters.invoiceId`).
  */
 export interface SignalSourceBinding {
+  /** The name of a registered business signal source. */
   source: string;
-  [setting: string]: unknown;
+  /** What the source is asked for (`invoice.amount`). */
+  fact: string;
+  /** A path into the request: `intent.…`, `metadata.…`, `authority.…`, `authorization.…` or `businessTransactionId`. */
+  subject: string;
 }
+
+/**
+ * What a signed approval scopes (spec 4.3.4): the value it approves (`scope.field: value`, equal to
+ * the value at the path) or the resource it approves (`scope.field: resourceId`).
+ */
+export type ApprovalScope = { value: string } | { resourceId: string };
 
 export interface PolicyDocument {
   name: string;
@@ -54,8 +63,13 @@ export interface PolicyDocument {
   requireAuthorityGrant?: boolean;
   /** Declared signal name -> the business system that owns its value. */
   signalSources?: Record<string, SignalSourceBinding>;
-  /** Declared signal name -> path into the executed intent (`action` or `parameters.<key>[.<key>…]`). */
+  /**
+   * Declared signal name -> path into the executed intent (`intent.parameters.amount`, or without
+   * the `intent.` prefix): the signal the decision rests on must equal the value released.
+   */
   boundSignals?: Record<string, string>;
+  /** What a signed approval of a `requires_override` decision must scope (spec 4.3.4). */
+  approvalScope?: ApprovalScope;
 }
 
 /** Names an exact published policy version (spec 9.3: requests name an exact version). */
@@ -71,5 +85,20 @@ export const isDotOnly = (s: string): boolean => s === '.' || s === '..';
 export const DEFAULT_RULE_ID = 'default';
 /** `matchedRuleId` of a refusal because a declared signal had the wrong type (spec 4.3 rule 10). */
 export const SIGNAL_TYPE_VIOLATION_RULE_ID = 'signal-type-violation';
+/** `matchedRuleId` of the refusals of business validation (spec 4.3 rules 11-12; CONTRACT "Business signal sources"). */
+export const NOT_AUTHORIZED_RULE_ID = 'NOT_AUTHORIZED';
+export const AUTHORITY_EXPIRED_RULE_ID = 'AUTHORITY_EXPIRED';
+export const SOURCE_UNAVAILABLE_RULE_ID = 'SOURCE_UNAVAILABLE';
+export const SOURCE_MISMATCH_RULE_ID = 'source-mismatch';
+/** A bound signal and the intent value it is bound to disagree. */
+export const BOUND_SIGNAL_MISMATCH_RULE_ID = 'bound-signal-mismatch';
 /** Ids a rule may not take, because decisions use them for outcomes that are not a rule. */
-export const RESERVED_RULE_IDS: readonly string[] = [DEFAULT_RULE_ID, SIGNAL_TYPE_VIOLATION_RULE_ID];
+export const RESERVED_RULE_IDS: readonly string[] = [
+  DEFAULT_RULE_ID,
+  SIGNAL_TYPE_VIOLATION_RULE_ID,
+  NOT_AUTHORIZED_RULE_ID,
+  AUTHORITY_EXPIRED_RULE_ID,
+  SOURCE_UNAVAILABLE_RULE_ID,
+  SOURCE_MISMATCH_RULE_ID,
+  BOUND_SIGNAL_MISMATCH_RULE_ID,
+];

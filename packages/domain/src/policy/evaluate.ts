@@ -64,6 +64,8 @@ export interface CompiledRule {
   readonly decision: Readonly<PolicyDecision>;
   /** The checked CEL program of `when`; evaluate through `evaluatePolicy`, which contains errors. */
   readonly program: (context: Record<string, unknown>) => unknown;
+  /** The type-checked CEL syntax tree of `when` (what `evaluatorArtifactHash` fingerprints). */
+  readonly checkedAst: unknown;
 }
 
 export interface CompiledPolicy {
@@ -113,6 +115,7 @@ export function compilePolicy(doc: unknown): CompiledPolicy {
         matchedRuleId: rule.id,
       }),
       program,
+      checkedAst: program.ast,
     });
   });
   const fallback: Readonly<PolicyDecision> = document.default
@@ -133,6 +136,9 @@ const HAS_TYPE: Readonly<Record<SignalType, (v: unknown) => boolean>> = {
   number: (v) => typeof v === 'number' && Number.isFinite(v),
   string: (v) => typeof v === 'string',
 };
+
+/** True when `value` has the JSON type a signal of `type` must have (a number must be finite). */
+export const hasSignalType = (type: SignalType, value: unknown): boolean => HAS_TYPE[type](value);
 
 /** A signal counts as sent when it is an own property with a value other than `undefined`. */
 const isSent = (signals: object, name: string): boolean =>

@@ -7,6 +7,7 @@ export {
   SIGNAL_NAME_PATTERN,
   RULE_ID_PATTERN,
   INTENT_PATH_PATTERN,
+  SOURCE_NAME_PATTERN,
   RESERVED_SIGNAL_NAMES,
   schemaErrors,
 } from './schema.js';
@@ -15,6 +16,7 @@ export {
   compilePolicy,
   evaluatePolicy,
   checkSignalTypes,
+  hasSignalType,
   InvalidPolicyError,
   NO_MATCHING_RULE_DECISION,
   NO_MATCHING_RULE_REASON,

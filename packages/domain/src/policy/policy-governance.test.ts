@@ -42,7 +42,7 @@ let service: PolicyService;
 beforeEach(() => {
   policies = new InMemoryPolicyStore();
   changes = new InMemoryPendingChangeStore();
-  gov = new PolicyGovernance({ policies, changes, hasher, stepUpVerifier: verifier, clock, ids, audit: new GovernanceAudit(signer, { append: async () => undefined, list: async () => [] }, clock, ids) });
+  gov = new PolicyGovernance({ policies, changes, hasher, stepUpVerifier: verifier, clock, ids, audit: new GovernanceAudit(signer, clock, ids) });
   service = new PolicyService(policies);
 });
 
@@ -128,7 +128,7 @@ describe('publishing and the versions in effect', () => {
 
   it('reports authorityGrantRequired and sourced signals', async () => {
     const c = await gov.propose(alice, 'payments-transfer', '3.0.0', {
-      proposedContent: doc('3.0.0', { requireAuthorityGrant: true, signalSources: { country: { source: 'kyc' } } }),
+      proposedContent: doc('3.0.0', { requireAuthorityGrant: true, signalSources: { country: { source: 'kyc', fact: 'customer.country', subject: 'intent.parameters.customerId' } } }),
     });
     await gov.approve(c.id, bob, approval(bob, c.id));
     expect(await service.inEffect()).toEqual([expect.objectContaining({ version: '3.0.0', authorityGrantRequired: true, signals: { sourced: ['country'] } })]);

@@ -1,15 +1,14 @@
+import type { Page } from '../execution/ports.js';
 /**
  * Policy changes through maker-checker (CONTRACT "Governance"): proposing to publish a new policy
  * version, and publishing it once a second human approves it. A published version never changes.
  */
-import type { GovernanceAudit } from '../governance/governance-audit.js';
-import { MakerChecker, readReason, readStatusFilter, requireProposer } from '../governance/maker-checker.js';
+import { makerCheckerFor, readReason, readStatusFilter, requireProposer, type GovernedKindDeps, type MakerChecker } from '../governance/maker-checker.js';
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
 import { SYSTEM_PROPOSER } from '../governance/change.js';
-import type { ChangeApplier, PendingChangeStore } from '../governance/ports.js';
+import type { ChangeApplier } from '../governance/ports.js';
 import type { Caller } from '../identity/caller.js';
-import type { Clock, IdGenerator } from '../ports/clock.js';
-import type { Hasher, StepUpSignatureVerifier } from '../ports/crypto.js';
+import type { Hasher } from '../ports/crypto.js';
 import { conflict, invalid, isDomainError } from '../shared/errors.js';
 import { isDotOnly, type PolicyDocument, type PolicyRef } from './document.js';
 import { policyNotFound, type PolicyStore } from './policy-version.js';
@@ -53,14 +52,9 @@ export type ShippedPolicyOutcome =
   | { outcome: 'published' | 'pending' | 'proposed-before' }
   | { outcome: 'invalid'; errors: string[] };
 
-export interface PolicyGovernanceDeps {
+export interface PolicyGovernanceDeps extends GovernedKindDeps {
   policies: PolicyStore;
-  changes: PendingChangeStore;
   hasher: Hasher;
-  stepUpVerifier: StepUpSignatureVerifier;
-  clock: Clock;
-  ids: IdGenerator;
-  audit: GovernanceAudit;
 }
 
 const POLICY_NAME = new RegExp(POLICY_NAME_PATTERN);
@@ -116,16 +110,7 @@ export class PolicyGovernance {
   readonly changes: MakerChecker<PolicyChangePayload>;
 
   constructor(private readonly deps: PolicyGovernanceDeps) {
-    this.changes = new MakerChecker<PolicyChangePayload>({
-      kind: POLICY_CHANGE_KIND,
-      store: deps.changes,
-      applier: new PolicyPublisher(deps.policies),
-      stepUpVerifier: deps.stepUpVerifier,
-      clock: deps.clock,
-      ids: deps.ids,
-      audit: deps.audit,
-      describe,
-    });
+    this.changes = makerCheckerFor<PolicyChangePayload>(POLICY_CHANGE_KIND, deps, { applier: new PolicyPublisher(deps.policies), describe });
   }
 
   /**
@@ -198,8 +183,10 @@ export class PolicyGovernance {
     }
   }
 
-  async list(status: unknown): Promise<PolicyChangeView[]> {
-    return (await this.changes.list(readStatusFilter(status))).map(toPolicyChangeView);
+  /** One page of the policy changes, oldest first. */
+  async list(query: { status?: unknown; page: number; pageSize: number }): Promise<Page<PolicyChangeView>> {
+    const found = await this.changes.page(readStatusFilter(query.status), query.page, query.pageSize);
+    return { ...found, items: found.items.map(toPolicyChangeView) };
   }
 
   async approve(id: string, checker: Caller, envelope: unknown): Promise<PolicyChangeView> {

@@ -8,6 +8,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv';
 import { POLICY_ACTIONS, RESERVED_RULE_IDS, SIGNAL_TYPES } from './document.js';
+import { INTENT_VALUE_PATH_PATTERN, PATH_MAX_LENGTH, REQUEST_PATH_PATTERN } from '../shared/request-paths.js';
 
 /** Policy name: also a URL path segment (`/policies/{name}/…`). */
 export const POLICY_NAME_PATTERN = '^[a-z0-9][a-z0-9-]{0,127}$';
@@ -15,8 +16,11 @@ export const POLICY_VERSION_MAX_LENGTH = 64;
 /** Signal names are CEL field names (`signals.<name>`): identifier-like, starting with a letter. */
 export const SIGNAL_NAME_PATTERN = '^[A-Za-z][A-Za-z0-9_]{0,63}$';
 export const RULE_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$';
-/** `action`, or `parameters.<key>` with any depth of nested keys. */
-export const INTENT_PATH_PATTERN = '^(action|parameters(\\.[A-Za-z0-9_-]+)+)$';
+/** A bound signal's path: `intent.action` or `intent.parameters.<key>[.<key>…]`, the `intent.` prefix optional. */
+export const INTENT_PATH_PATTERN = '^(intent\\.)?(action|parameters(\\.[A-Za-z0-9_-]+)+)$';
+/** The name of a business signal source (CONTRACT "Business signal sources"). */
+export const SOURCE_NAME_PATTERN = '^[a-z0-9][a-z0-9-]{0,63}$';
+export const FACT_MAX_LENGTH = 256;
 
 /**
  * Identifier-like names that still cannot be signal names: CEL reserved words (`signals.in` does
@@ -70,17 +74,33 @@ export const POLICY_DOCUMENT_SCHEMA = {
     requireAuthorityGrant: { type: 'boolean' },
     signalSources: {
       type: 'object',
+      maxProperties: 64,
       propertyNames: signalName,
       additionalProperties: {
         type: 'object',
-        required: ['source'],
-        properties: { source: { type: 'string', minLength: 1, maxLength: 128 } },
+        additionalProperties: false,
+        required: ['source', 'fact', 'subject'],
+        properties: {
+          source: { type: 'string', pattern: SOURCE_NAME_PATTERN },
+          fact: { type: 'string', minLength: 1, maxLength: FACT_MAX_LENGTH },
+          subject: { type: 'string', maxLength: PATH_MAX_LENGTH, pattern: REQUEST_PATH_PATTERN },
+        },
       },
     },
     boundSignals: {
       type: 'object',
       propertyNames: signalName,
-      additionalProperties: { type: 'string', maxLength: 512, pattern: INTENT_PATH_PATTERN },
+      additionalProperties: { type: 'string', maxLength: PATH_MAX_LENGTH, pattern: INTENT_PATH_PATTERN },
+    },
+    approvalScope: {
+      type: 'object',
+      minProperties: 1,
+      maxProperties: 1,
+      additionalProperties: false,
+      properties: {
+        value: { type: 'string', maxLength: PATH_MAX_LENGTH, pattern: INTENT_VALUE_PATH_PATTERN },
+        resourceId: { type: 'string', maxLength: PATH_MAX_LENGTH, pattern: INTENT_VALUE_PATH_PATTERN },
+      },
     },
   },
   definitions: {
@@ -116,7 +136,11 @@ const PATTERN_MESSAGES: Record<string, string> = {
     'is not a valid signal name (1 to 64 letters, digits or underscores, starting with a letter)',
   [RULE_ID_PATTERN]:
     "must be 1 to 128 letters, digits or '_', '.', ':', '-', starting with a letter or digit",
-  [INTENT_PATH_PATTERN]: "must be an intent path: 'action' or 'parameters.<key>' (e.g. parameters.amount)",
+  [INTENT_PATH_PATTERN]: "must be an intent path: 'intent.action' or 'intent.parameters.<key>' (e.g. intent.parameters.amount; the 'intent.' prefix may be left out)",
+  [INTENT_VALUE_PATH_PATTERN]: "must be an intent path: 'intent.action' or 'intent.parameters.<key>' (e.g. intent.parameters.amount)",
+  [REQUEST_PATH_PATTERN]:
+    "must be a path into the request: 'businessTransactionId' or a key under intent, metadata, authority or authorization (e.g. intent.parameters.invoiceId)",
+  [SOURCE_NAME_PATTERN]: 'must be the name of a business signal source: 1 to 64 lowercase letters, digits or hyphens, starting with a letter or digit',
 };
 
 // One compiled validator for the process. ajv generates code once; validation itself is pure.
@@ -157,7 +181,10 @@ const pointerSegments = (pointer: string): string[] =>
   pointer === '' ? [] : pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 
 const article = (type: string): string => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
-const quoteList = (values: readonly unknown[]): string => values.map((v) => `'${String(v)}'`).join(' or ');
+const quoteList = (values: readonly unknown[]): string => {
+  const quoted = values.map((v) => `'${String(v)}'`);
+  return quoted.length <= 2 ? quoted.join(' or ') : `any of ${quoted.join(', ')}`;
+};
 
 function describe(e: ErrorObject): string {
   const p = e.params as Record<string, unknown>;
@@ -183,7 +210,9 @@ function describe(e: ErrorObject): string {
     case 'maxItems':
       return `must have at most ${String(p.limit)} items`;
     case 'maxProperties':
-      return `must have at most ${String(p.limit)} entries`;
+      return p.limit === 1 ? 'must have exactly one entry' : `must have at most ${String(p.limit)} entries`;
+    case 'minProperties':
+      return p.limit === 1 ? 'must have exactly one entry' : `must have at least ${String(p.limit)} entries`;
     default:
       return e.message ?? 'is invalid';
   }

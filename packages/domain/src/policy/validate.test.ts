@@ -143,7 +143,7 @@ describe('validatePolicyDocument: schema errors carry their JSON path', () => {
   it('reserves the rule ids that decisions use for non-rule outcomes', () => {
     for (const id of ['default', 'signal-type-violation']) {
       expect(errorsOf(withFields({ rules: [rule('true', { id })] }))).toEqual([
-        "rules[0].id: must not be 'default' or 'signal-type-violation'",
+        "rules[0].id: must not be any of 'default', 'signal-type-violation', 'NOT_AUTHORIZED', 'AUTHORITY_EXPIRED', 'SOURCE_UNAVAILABLE', 'source-mismatch', 'bound-signal-mismatch'",
       ]);
     }
     expect(errorsOf(withFields({ rules: [rule('true', { id: 'has space' })] }))[0]).toMatch(/^rules\[0\]\.id: must be/);
@@ -162,24 +162,51 @@ describe('validatePolicyDocument: schema errors carry their JSON path', () => {
     expect(errorsOf(withFields({ default: { action: 'approve', reason: 'x', requires_override: true } }))).toEqual([]);
   });
 
-  it('checks requireAuthorityGrant, signalSources and boundSignals structurally', () => {
+  it('checks requireAuthorityGrant, signalSources, boundSignals and approvalScope, naming each bad binding by its JSON path', () => {
+    const erp = { source: 'erp', fact: 'invoice.amount', subject: 'intent.parameters.invoiceId' };
     expect(errorsOf(withFields({ requireAuthorityGrant: 'yes' }))).toEqual(['requireAuthorityGrant: must be a boolean']);
-    expect(errorsOf(withFields({ signalSources: { amount: { source: 'ledger', cacheSeconds: 30 } } }))).toEqual([]);
-    expect(errorsOf(withFields({ signalSources: { amount: {} } }))).toEqual(['signalSources.amount.source: is required']);
-    expect(errorsOf(withFields({ signalSources: { amount: 'ledger' } }))).toEqual(['signalSources.amount: must be an object']);
-    expect(errorsOf(withFields({ signalSources: { nope: { source: 'ledger' } } }))).toEqual([
-      "signalSources.nope: signal 'nope' is not declared in signalsSchema",
+    expect(errorsOf(withFields({ signalSources: { amount: erp } }))).toEqual([]);
+    expect(errorsOf(withFields({ signalSources: { amount: { ...erp, subject: 'metadata.customer' }, country: { ...erp, subject: 'businessTransactionId' } } }))).toEqual([]);
+    expect(errorsOf(withFields({ signalSources: { amount: {} } }))).toEqual([
+      'signalSources.amount.source: is required',
+      'signalSources.amount.fact: is required',
+      'signalSources.amount.subject: is required',
     ]);
-    expect(errorsOf(withFields({ boundSignals: { amount: 'parameters.amount', country: 'parameters.to.country' } }))).toEqual([]);
+    expect(errorsOf(withFields({ signalSources: { amount: { ...erp, cacheSeconds: 30 } } }))).toEqual(['signalSources.amount.cacheSeconds: is not an allowed property']);
+    expect(errorsOf(withFields({ signalSources: { amount: { ...erp, source: 'ERP' } } }))).toEqual([
+      'signalSources.amount.source: must be the name of a business signal source: 1 to 64 lowercase letters, digits or hyphens, starting with a letter or digit',
+    ]);
+    expect(errorsOf(withFields({ signalSources: { amount: { ...erp, fact: '' } } }))).toEqual(['signalSources.amount.fact: must not be empty']);
+    expect(errorsOf(withFields({ signalSources: { amount: { ...erp, subject: 'signals.amount' } } }))).toEqual([
+      "signalSources.amount.subject: must be a path into the request: 'businessTransactionId' or a key under intent, metadata, authority or authorization (e.g. intent.parameters.invoiceId)",
+    ]);
+    expect(errorsOf(withFields({ signalSources: { amount: 'ledger' } }))).toEqual(['signalSources.amount: must be an object']);
+    expect(errorsOf(withFields({ signalSources: { nope: erp } }))).toEqual(["signalSources.nope: signal 'nope' is not declared in signalsSchema"]);
+    expect(errorsOf(withFields({ boundSignals: { amount: 'parameters.amount', country: 'intent.parameters.to.country' } }))).toEqual([]);
     expect(errorsOf(withFields({ boundSignals: { amount: 'action' } }))).toEqual([]);
     expect(errorsOf(withFields({ boundSignals: { amount: 'amount' } }))).toEqual([
-      "boundSignals.amount: must be an intent path: 'action' or 'parameters.<key>' (e.g. parameters.amount)",
+      "boundSignals.amount: must be an intent path: 'intent.action' or 'intent.parameters.<key>' (e.g. intent.parameters.amount; the 'intent.' prefix may be left out)",
     ]);
     expect(errorsOf(withFields({ boundSignals: { amount: 5 } }))).toEqual(['boundSignals.amount: must be a string']);
     expect(errorsOf(withFields({ boundSignals: { other: 'parameters.other' } }))).toEqual([
       "boundSignals.other: signal 'other' is not declared in signalsSchema",
     ]);
+    expect(errorsOf(withFields({ approvalScope: { value: 'intent.parameters.amount' } }))).toEqual([]);
+    expect(errorsOf(withFields({ approvalScope: { resourceId: 'intent.parameters.invoiceId' } }))).toEqual([]);
+    expect(errorsOf(withFields({ approvalScope: {} }))).toEqual(['approvalScope: must have exactly one entry']);
+    expect(errorsOf(withFields({ approvalScope: { value: 'intent.parameters.amount', resourceId: 'intent.parameters.invoiceId' } }))).toEqual(['approvalScope: must have exactly one entry']);
+    expect(errorsOf(withFields({ approvalScope: { value: 'parameters.amount' } }))).toEqual([
+      "approvalScope.value: must be an intent path: 'intent.action' or 'intent.parameters.<key>' (e.g. intent.parameters.amount)",
+    ]);
+    expect(errorsOf(withFields({ approvalScope: { amount: 'intent.parameters.amount' } }))).toEqual(['approvalScope.amount: is not an allowed property']);
   });
+
+  it.each(['default', 'signal-type-violation', 'NOT_AUTHORIZED', 'AUTHORITY_EXPIRED', 'SOURCE_UNAVAILABLE', 'source-mismatch', 'bound-signal-mismatch'])(
+    "a rule may not take the id '%s': decisions use it for outcomes that are not a rule",
+    (id) => {
+      expect(errorsOf(withFields({ rules: [rule('true', { id })] }))[0]).toMatch(/^rules\[0\]\.id: must not be /);
+    },
+  );
 
   it('schemaErrors reports the structure only', () => {
     expect(schemaErrors(sample())).toEqual([]);

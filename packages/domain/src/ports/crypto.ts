@@ -48,3 +48,35 @@ export interface SignatureVerifier {
 export interface StepUpSignatureVerifier {
   verify(publicKeyPem: string, payload: unknown, signatureBase64: string): boolean;
 }
+
+/** Where the service's signing keys are held (CONTRACT "Signing key providers"). */
+export type SigningProviderKind = 'disk' | 'env' | 'pkcs11';
+
+/** Which key provider signs; profile A's `/health` reports it as `signing_mode`. */
+export interface SigningKeyCustody {
+  readonly provider: SigningProviderKind;
+}
+
+/** A public signing key as published in the JWKS (never private material). */
+export interface PublishedSigningKey {
+  keyId: string;
+  alg: 'Ed25519' | 'ML-DSA-65';
+  /** Raw public key, base64url (the JWK `x` or `pub` member). */
+  publicKey: string;
+  /** The provider that held the key when it was first published. */
+  provider: SigningProviderKind;
+  /** ISO 8601: when the service first published it. */
+  publishedAt: string;
+}
+
+/**
+ * Remembers every public key the service published, so that a key rotated out of its provider (a
+ * replaced environment value, a key removed from a module, a switch of provider) stays in the
+ * JWKS and everything it signed keeps verifying.
+ */
+export interface PublishedKeyStore {
+  /** Records the keys not recorded yet; a key already recorded keeps its first record. */
+  remember(keys: readonly PublishedSigningKey[]): Promise<void>;
+  /** Every recorded key, oldest first. */
+  list(): Promise<PublishedSigningKey[]>;
+}

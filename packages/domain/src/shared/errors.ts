@@ -10,7 +10,9 @@ export type ErrorKind =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
+  | 'unprocessable'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'rate_limited'
   | 'unavailable'
   | 'bad_gateway'
@@ -24,6 +26,7 @@ export type ErrorCode =
   | 'CONNECTOR_NOT_REGISTERED'
   | 'RATE_LIMITED'
   | 'AUDIT_UNAVAILABLE'
+  | 'STORAGE_UNAVAILABLE'
   | 'SIGNING_UNAVAILABLE'
   | 'RUNTIME_ERROR'
   | 'VERIFICATION_FAILED'
@@ -44,7 +47,12 @@ export type ErrorCode =
   | 'STEP_UP_NONCE_REUSED'
   | 'SELF_APPROVAL_DENIED'
   | 'CHANGE_ALREADY_DECIDED'
-  | 'CHANGE_NOT_FOUND';
+  | 'CHANGE_NOT_FOUND'
+  | 'EXECUTION_ID_REPLAYED'
+  | 'NO_MATCHING_RULE'
+  | 'INVARIANT_VIOLATION'
+  | 'APPROVAL_INVALID'
+  | 'SELF_GRANT_DENIED';
 
 export class DomainError extends Error {
   override readonly name = 'DomainError';

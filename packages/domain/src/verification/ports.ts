@@ -1,3 +1,4 @@
+import type { ReadScope } from '../execution/ports.js';
 import type { SignedReceipt, SignedVerification } from './records.js';
 
 /**
@@ -7,11 +8,13 @@ import type { SignedReceipt, SignedVerification } from './records.js';
  */
 export interface VerificationStore {
   append(verification: SignedVerification): Promise<void>;
-  latest(businessTransactionId: string): Promise<SignedVerification | undefined>;
+  /** Within `scope`: the Verifications of a transaction claimed by another caller are not found. */
+  latest(businessTransactionId: string, scope: ReadScope): Promise<SignedVerification | undefined>;
 }
 
 /** Storage of Receipts: appended, never changed; the latest by `issuedAt`, ties in insertion order. */
 export interface ReceiptStore {
   append(receipt: SignedReceipt): Promise<void>;
-  latest(businessTransactionId: string): Promise<SignedReceipt | undefined>;
+  /** Within `scope`, as for Verifications. */
+  latest(businessTransactionId: string, scope: ReadScope): Promise<SignedReceipt | undefined>;
 }

@@ -1,5 +1,6 @@
 import type { Signed } from '../ports/crypto.js';
 import type { PolicyDecision } from '../policy/index.js';
+import type { TransparencyProof } from '../transparency/records.js';
 
 /** The outcome of one check of a verification. */
 export interface CheckResult {
@@ -42,6 +43,11 @@ export interface Receipt {
   decision: { action: string; reason: string; requires_override: boolean };
   executionStatus: string;
   issuedAt: string;
+  /**
+   * The inclusion of the Trust Record (leaf = `trustRecordHash`) in the transparency log, proved
+   * against a signed checkpoint. Signed with the Receipt; absent on Receipts issued without the log.
+   */
+  transparency?: TransparencyProof;
 }
 
 /**

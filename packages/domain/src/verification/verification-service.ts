@@ -3,12 +3,13 @@ import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { Hasher, SignatureVerifier, Signer } from '../ports/crypto.js';
 import { compilePolicy, evaluatePolicy, type PolicyDecision, type PolicyStore, type PolicyVersion } from '../policy/index.js';
 import { transactionHash } from '../execution/chain.js';
-import type { ExecutionStore } from '../execution/ports.js';
+import type { ExecutionStore, ReadScope } from '../execution/ports.js';
 import type { ExecutionIntent, SignedIntent, SignedTrustRecord } from '../execution/records.js';
 import { checkExecutionChain, failed, notApplicable, resultOf } from './execution-chain.js';
 import type { ReceiptStore, VerificationStore } from './ports.js';
 import type { CheckResult, Receipt, ReplayResult, SignedReceipt, SignedVerification, Verification } from './records.js';
 import { isPlainObject } from '../shared/guards.js';
+import type { LogLeaf, TransparencyProof } from '../transparency/records.js';
 
 export const TRUST_RECORD_NOT_FOUND = 'Execution Trust Record not found.';
 export const VERIFICATION_NOT_FOUND = 'Verification not found.';
@@ -17,9 +18,10 @@ export const NOT_VERIFIED = 'The record must be verified first: its latest Verif
 export const NEVER_VERIFIED = 'The record must be verified first: it has no Verification.';
 export const RECORD_CHANGED = 'The record must be verified first: it changed since its latest Verification.';
 export const VERIFICATION_INVALID = 'The record must be verified first: its latest Verification does not verify.';
+export const RECEIPT_PROOF_UNAVAILABLE = "No checkpoint of the transparency log could be signed to prove the record's inclusion; nothing was stored.";
 
 export interface VerificationDeps {
-  records: Pick<ExecutionStore, 'getTrustRecord' | 'getIntent'>;
+  records: Pick<ExecutionStore, 'getTrustRecord' | 'hasTrustRecord' | 'getIntent'>;
   /** The policy store itself, not a cache: the check recomputes the hash of what is stored now. */
   policies: Pick<PolicyStore, 'find'>;
   verifications: VerificationStore;
@@ -29,6 +31,11 @@ export interface VerificationDeps {
   hasher: Hasher;
   clock: Clock;
   ids: IdGenerator;
+  /**
+   * The transparency log's proofs (a `CheckpointPublisher`): a Receipt carries its Trust Record's
+   * inclusion proof against a signed checkpoint. Without it Receipts carry none.
+   */
+  transparency?: { proofOf(leaf: LogLeaf): Promise<TransparencyProof | undefined> };
 }
 
 
@@ -60,11 +67,11 @@ function guard(what: string, check: () => CheckResult): CheckResult {
 export class VerificationService {
   constructor(private readonly d: VerificationDeps) {}
 
-  async verify(businessTransactionId: string): Promise<SignedVerification> {
-    const record = await this.recordOrFail(businessTransactionId);
+  async verify(businessTransactionId: string, scope: ReadScope): Promise<SignedVerification> {
+    const record = await this.recordOrFail(businessTransactionId, scope);
     const ref = policyRefOf(record);
     const [intent, policy] = await Promise.all([
-      hasExecutions(record) ? this.d.records.getIntent(businessTransactionId) : undefined,
+      hasExecutions(record) ? this.d.records.getIntent(businessTransactionId, scope) : undefined,
       ref ? this.d.policies.find(ref) : undefined,
     ]);
     const checks: Verification['checks'] = {
@@ -88,15 +95,15 @@ export class VerificationService {
   }
 
   /** `GET /verification/{id}`: 404 without a code when the record or its Verification is missing. */
-  async latestVerification(businessTransactionId: string): Promise<SignedVerification> {
-    const latest = await this.d.verifications.latest(businessTransactionId);
+  async latestVerification(businessTransactionId: string, scope: ReadScope): Promise<SignedVerification> {
+    const latest = await this.d.verifications.latest(businessTransactionId, scope);
     if (latest) return latest;
-    throw new DomainError('not_found', (await this.d.records.getTrustRecord(businessTransactionId)) ? VERIFICATION_NOT_FOUND : TRUST_RECORD_NOT_FOUND);
+    throw new DomainError('not_found', (await this.d.records.hasTrustRecord(businessTransactionId, scope)) ? VERIFICATION_NOT_FOUND : TRUST_RECORD_NOT_FOUND);
   }
 
-  async issueReceipt(businessTransactionId: string): Promise<SignedReceipt> {
-    const record = await this.recordOrFail(businessTransactionId);
-    const latest = await this.d.verifications.latest(businessTransactionId);
+  async issueReceipt(businessTransactionId: string, scope: ReadScope): Promise<SignedReceipt> {
+    const record = await this.recordOrFail(businessTransactionId, scope);
+    const latest = await this.d.verifications.latest(businessTransactionId, scope);
     const refuse = (message: string) => new DomainError('conflict', message, 'RECEIPT_GENERATION_FAILED');
     if (!latest) throw refuse(NEVER_VERIFIED);
     if (latest.status !== 'VERIFIED') throw refuse(NOT_VERIFIED);
@@ -106,6 +113,7 @@ export class VerificationService {
     if (trustRecordHash !== latest.trustRecordHash) throw refuse(RECORD_CHANGED);
 
     const decision: Partial<PolicyDecision> = isPlainObject(record.decision) ? record.decision : {};
+    const transparency = await this.inclusionOf(trustRecordHash);
     const receipt: Receipt = {
       recordType: 'receipt',
       receiptId: this.d.ids.uuid(),
@@ -115,6 +123,7 @@ export class VerificationService {
       decision: { action: String(decision.action), reason: String(decision.reason), requires_override: decision.requires_override === true },
       executionStatus: record.assessment?.execution?.status ?? (hasExecutions(record) ? 'EXECUTED' : 'NOT_RELEASED'),
       issuedAt: this.d.clock.now().toISOString(),
+      ...(transparency ? { transparency } : {}),
     };
     const signed = await this.sign(receipt);
     await this.d.receipts.append(signed);
@@ -122,10 +131,10 @@ export class VerificationService {
   }
 
   /** `GET /receipt/latest/{id}`: 404 without a code when the record or its Receipt is missing. */
-  async latestReceipt(businessTransactionId: string): Promise<SignedReceipt> {
-    const latest = await this.d.receipts.latest(businessTransactionId);
+  async latestReceipt(businessTransactionId: string, scope: ReadScope): Promise<SignedReceipt> {
+    const latest = await this.d.receipts.latest(businessTransactionId, scope);
     if (latest) return latest;
-    throw new DomainError('not_found', (await this.d.records.getTrustRecord(businessTransactionId)) ? RECEIPT_NOT_FOUND : TRUST_RECORD_NOT_FOUND);
+    throw new DomainError('not_found', (await this.d.records.hasTrustRecord(businessTransactionId, scope)) ? RECEIPT_NOT_FOUND : TRUST_RECORD_NOT_FOUND);
   }
 
   /**
@@ -133,8 +142,8 @@ export class VerificationService {
    * content must still hash to the recorded contentHash), on the recorded signals and intent; and
    * checks the record's signature(s) again. Not stored, not signed.
    */
-  async replay(businessTransactionId: string): Promise<ReplayResult> {
-    const record = await this.recordOrFail(businessTransactionId);
+  async replay(businessTransactionId: string, scope: ReadScope): Promise<ReplayResult> {
+    const record = await this.recordOrFail(businessTransactionId, scope);
     const errors: string[] = [];
     const ref = policyRefOf(record);
     const policy = ref ? await this.d.policies.find(ref) : undefined;
@@ -217,8 +226,9 @@ export class VerificationService {
 
   // --- plumbing -----------------------------------------------------------------------------------
 
-  private async recordOrFail(businessTransactionId: string): Promise<SignedTrustRecord> {
-    const record = await this.d.records.getTrustRecord(businessTransactionId);
+  /** Another caller's record is not found, like a missing one (CONTRACT "Requests, reads and lists"). */
+  private async recordOrFail(businessTransactionId: string, scope: ReadScope): Promise<SignedTrustRecord> {
+    const record = await this.d.records.getTrustRecord(businessTransactionId, scope);
     if (!record) throw new DomainError('not_found', TRUST_RECORD_NOT_FOUND, 'VERIFICATION_FAILED');
     return record;
   }
@@ -241,6 +251,16 @@ export class VerificationService {
       return this.d.hasher.canonicalize(pick(a)) === this.d.hasher.canonicalize(pick(b as unknown as Record<string, unknown>));
     } catch {
       return false;
+    }
+  }
+
+  /** The record's proof in the log (undefined when the log is not wired, or does not hold it). */
+  private async inclusionOf(trustRecordHash: string): Promise<TransparencyProof | undefined> {
+    if (!this.d.transparency) return undefined;
+    try {
+      return await this.d.transparency.proofOf(trustRecordHash);
+    } catch (e) {
+      throw new DomainError('unavailable', RECEIPT_PROOF_UNAVAILABLE, 'SIGNING_UNAVAILABLE', undefined, { cause: e });
     }
   }
 

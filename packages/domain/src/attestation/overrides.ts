@@ -1,0 +1,67 @@
+import { DomainError } from '../shared/errors.js';
+import type { Caller } from '../identity/caller.js';
+import type { IdGenerator } from '../ports/clock.js';
+import type { Signer } from '../ports/crypto.js';
+import { resolutionFingerprintOf } from './identity.js';
+import type { AttestationStore } from './ports.js';
+import type { OverrideResolution, SignedOverrideResolution } from './records.js';
+import { parseOverrideRequest } from './requests.js';
+import { audited, signed } from './fail-closed.js';
+import type { AttestationContext } from './security-events.js';
+
+export interface OverrideServiceDeps extends AttestationContext {
+  store: Pick<AttestationStore, 'getDecision' | 'resolveOverride'>;
+  signer: Signer;
+  ids: IdGenerator;
+}
+
+export type OverrideResult =
+  | { status: 'approved'; overrideId: string; resolution: SignedOverrideResolution }
+  | { status: 'rejected'; executionId: string };
+
+export const NO_PENDING_OVERRIDE = 'No pending override for this executionId.';
+export const OVERRIDE_ALREADY_RESOLVED = 'The override of this execution was already resolved.';
+
+/**
+ * `POST /override` (spec 3, 4.2): a human's decision on an execution stored as
+ * `pending_override`. Approved moves it to `executed` and answers the signed resolution with the
+ * new `execution_fingerprint`; rejected moves it to `rejected`. The move is a compare-and-set in
+ * the store, so of simultaneous calls exactly one resolves it and the others get 409.
+ */
+export class OverrideService {
+  constructor(private readonly d: OverrideServiceDeps) {}
+
+  async resolve(caller: Caller, body: unknown): Promise<OverrideResult> {
+    const req = parseOverrideRequest(body);
+    this.d.runtime.require();
+    const decision = await this.d.store.getDecision(req.executionId);
+    if (!decision || decision.attestation.execution_state !== 'pending_override') throw new DomainError('not_found', NO_PENDING_OVERRIDE);
+    if (decision.execution_state !== 'pending_override') throw await this.conflict(caller, req.executionId);
+
+    const unsigned: OverrideResolution = {
+      recordType: 'override-resolution',
+      overrideId: this.d.ids.uuid(),
+      executionId: req.executionId,
+      status: req.approved ? 'executed' : 'rejected',
+      approved: req.approved,
+      approvedBy: req.approvedBy,
+      approverRole: req.approverRole,
+      reason: req.reason,
+      decidedBy: caller.callerId,
+      previousFingerprint: decision.attestation.execution_fingerprint,
+      execution_fingerprint: '',
+      resolvedAt: this.d.clock.now().toISOString(),
+    };
+    unsigned.execution_fingerprint = resolutionFingerprintOf(this.d.hasher, unsigned);
+    const resolution: SignedOverrideResolution = await signed(() => this.d.signer.sign(unsigned));
+    const outcome = await audited(() => this.d.store.resolveOverride(resolution), 'The override could not be recorded; nothing was changed.');
+    if (outcome === 'not-pending') throw new DomainError('not_found', NO_PENDING_OVERRIDE);
+    if (outcome === 'already-resolved') throw await this.conflict(caller, req.executionId);
+    return req.approved ? { status: 'approved', overrideId: resolution.overrideId, resolution } : { status: 'rejected', executionId: req.executionId };
+  }
+
+  private async conflict(caller: Caller, executionId: string): Promise<DomainError> {
+    await this.d.security.record('override_conflict', { callerId: caller.callerId, operation: 'override', executionId, detail: 'an override of an execution that was already resolved' });
+    return new DomainError('conflict', OVERRIDE_ALREADY_RESOLVED);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The pipeline stages of business validation (spec 1.7-1.8, 4.3 rules 6, 11, 12): the sources a
+ * policy names are asked, a caller value that differs from a source's is refused, signals bound to
+ * the intent must equal the values released, and just before release the facts and the grant are
+ * checked again. Each refusal is a signed Refusal Record (403 POLICY_DENIED) naming why in
+ * `matchedRuleId`.
+ */
+import { inForce } from '../authority/grants.js';
+import { fail, established, stage, type ExecutionContext, type ExecutionDeps, type Stage } from '../execution/pipeline.js';
+import { markErrored, refuse, refusalDecision } from '../execution/stages.js';
+import { BOUND_SIGNAL_MISMATCH_RULE_ID, SOURCE_MISMATCH_RULE_ID, SOURCE_UNAVAILABLE_RULE_ID } from '../policy/document.js';
+import { valueAtPath } from '../shared/request-paths.js';
+import { conditionsOf, sameValue, sourcedFacts } from './asking.js';
+
+const failValidation = (ctx: ExecutionContext): void => {
+  ctx.assessment.businessValidation.status = 'FAILED';
+};
+
+const isSent = (signals: Record<string, unknown>, name: string): boolean => Object.prototype.hasOwnProperty.call(signals, name) && signals[name] !== undefined;
+
+export const askSources = (d: ExecutionDeps): Stage =>
+  stage('ask the sources', async (ctx) => {
+    const facts = sourcedFacts(established(ctx.policy, 'policy').document);
+    if (facts.length === 0) return;
+    const asked = await d.sources.askAll(facts, ctx.tx);
+    if (!asked.ok) {
+      failValidation(ctx);
+      await refuse(d, ctx, refusalDecision(SOURCE_UNAVAILABLE_RULE_ID, `A business signal source cannot be asked or trusted: ${asked.reason}`));
+      return;
+    }
+    ctx.assessment.businessValidation = { status: 'VERIFIED', sourcedSignals: asked.signals };
+    ctx.conditions = conditionsOf(asked.signals);
+  });
+
+/** The caller never decides a sourced value: one that differs is refused, and the policy decides on the source's. */
+export const refuseSourceMismatch = (d: ExecutionDeps): Stage =>
+  stage('source mismatch', async (ctx) => {
+    const sourced = ctx.assessment.businessValidation.sourcedSignals;
+    if (sourced.length === 0) return;
+    const sent = ctx.tx.signals;
+    for (const s of sourced) {
+      if (isSent(sent, s.signal) && !sameValue(d.hasher, sent[s.signal], s.value)) {
+        failValidation(ctx);
+        await refuse(d, ctx, refusalDecision(SOURCE_MISMATCH_RULE_ID, `Signal '${s.signal}' differs from the value of its source '${s.source}'`));
+      }
+    }
+    ctx.signals = { ...sent, ...Object.fromEntries(sourced.map((s) => [s.signal, s.value])) };
+  });
+
+/** A signal bound to an intent path must equal the value released (spec 2.8 `boundSignals`). */
+export const checkBoundSignals = (d: ExecutionDeps): Stage =>
+  stage('bound signals', async (ctx) => {
+    const bound = established(ctx.policy, 'policy').document.boundSignals ?? {};
+    for (const [signal, path] of Object.entries(bound)) {
+      const intentPath = path.startsWith('intent.') ? path : `intent.${path}`;
+      const released = valueAtPath(ctx.tx, intentPath);
+      const problem = !isSent(ctx.signals, signal)
+        ? `Signal '${signal}' is bound to ${intentPath} but was not sent`
+        : released === undefined
+          ? `Signal '${signal}' is bound to ${intentPath}, which the intent does not carry`
+          : !sameValue(d.hasher, ctx.signals[signal], released)
+            ? `Signal '${signal}' and ${intentPath} disagree`
+            : undefined;
+      if (problem) {
+        failValidation(ctx);
+        await refuse(d, ctx, refusalDecision(BOUND_SIGNAL_MISMATCH_RULE_ID, problem));
+      }
+    }
+  });
+
+/**
+ * Spec 4.3.6: after the intent is stored and before anything is sent, the facts' `validUntil`, the
+ * sources' answers and the grant are checked again. When one no longer holds, nothing is sent:
+ * 409 AUTHORIZATION_NO_LONGER_VALID, and the intent is ERRORED with phase `recheck-failed`.
+ */
+export const recheckAtRelease = (d: ExecutionDeps): Stage =>
+  stage('re-check at release', async (ctx) => {
+    const problem = await whatNoLongerHolds(d, ctx);
+    if (problem === undefined) return;
+    await markErrored(d, ctx.tx.businessTransactionId, 'recheck-failed', `Nothing was released: ${problem}.`);
+    throw fail('conflict', `The authorization no longer holds; nothing was released: ${problem}.`, 'AUTHORIZATION_NO_LONGER_VALID', { executionStatus: 'NOT_EXECUTED' });
+  });
+
+async function whatNoLongerHolds(d: ExecutionDeps, ctx: ExecutionContext): Promise<string | undefined> {
+  const now = d.clock.now().getTime();
+  const sourced = ctx.assessment.businessValidation.sourcedSignals;
+  for (const s of sourced) {
+    if (!(Date.parse(s.validUntil) > now)) return `the fact '${s.signal}' of source '${s.source}' held only until ${s.validUntil}`;
+  }
+  const grant = ctx.assessment.authority.grant;
+  if (grant) {
+    const current = await d.grants.get(grant.grantId).catch(() => undefined);
+    if (!inForce(current, now)) return `the authority grant ${grant.grantId} was revoked or has expired`;
+  }
+  if (sourced.length > 0) {
+    const again = await d.sources.askAll(sourcedFacts(established(ctx.policy, 'policy').document), ctx.tx);
+    if (!again.ok) return `a business signal source cannot be asked again: ${again.reason}`;
+    for (const s of sourced) {
+      const current = again.signals.find((n) => n.signal === s.signal);
+      if (!current || !sameValue(d.hasher, current.value, s.value)) return `source '${s.source}' no longer answers the value the decision rested on for '${s.signal}'`;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,66 @@
+/**
+ * The endpoint rules of spec 2.5 that need no network: an endpoint is an https URL, stored as
+ * normalised by URL parsing, whose host is a name with a domain. The WHATWG URL parser turns every
+ * numeric spelling of an IPv4 address (2130706433, 0177.0.0.1, 0x7f000001, 127.1) into dotted
+ * quads and keeps IPv6 in brackets, so checking the parsed host catches every literal spelling.
+ * Where the name resolves is the egress adapter's check (public addresses only, at every call).
+ */
+import type { Egress } from './ports.js';
+import { invalid } from '../shared/errors.js';
+
+export const ENDPOINT_MAX_LENGTH = 2048;
+
+export interface Endpoint {
+  /** The normalised URL (`URL.href`): what is stored, and the audience of every release. */
+  url: string;
+  /** The host name, lower case, without port. */
+  host: string;
+  port: number;
+  /** Path and query, as sent in the request line. */
+  path: string;
+}
+
+export type EndpointReading = { ok: true; endpoint: Endpoint } | { ok: false; problem: string };
+
+const DOTTED_QUAD = /^\d{1,3}(?:\.\d{1,3}){3}$/;
+// ASCII controls, whitespace and DEL: the URL parser would silently drop some of them.
+const INVISIBLE = /[\u0000-\u0020\u007f]/;
+
+/** Reads an endpoint; `problem` completes the sentence "endpoint …". */
+export function readEndpoint(raw: unknown): EndpointReading {
+  const no = (problem: string): EndpointReading => ({ ok: false, problem });
+  if (typeof raw !== 'string' || raw === '') return no('is required: an https URL.');
+  if (raw.length > ENDPOINT_MAX_LENGTH) return no(`must be at most ${ENDPOINT_MAX_LENGTH} characters.`);
+  if (INVISIBLE.test(raw)) return no('must not contain spaces or control characters.');
+  if (raw.includes('#')) return no('must not have a fragment.');
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return no('is not a URL.');
+  }
+  if (url.protocol !== 'https:') return no('must use https.');
+  if (url.username !== '' || url.password !== '') return no('must not carry a user name or password.');
+  const host = url.hostname;
+  if (host.startsWith('[') || DOTTED_QUAD.test(host)) return no('must name its host, not an IP address.');
+  if (host.endsWith('.')) return no('must not end its host name with a dot.');
+  const labels = host.split('.');
+  if (labels.includes('localhost')) return no('must not name localhost.');
+  if (labels.length < 2 || labels.some((l) => l === '')) return no('must have a host name with a domain (such as api.example.com).');
+  return {
+    ok: true,
+    endpoint: { url: url.href, host, port: url.port === '' ? 443 : Number(url.port), path: `${url.pathname}${url.search}` },
+  };
+}
+
+/** How long a proposal waits for an endpoint's name to resolve. */
+export const ENDPOINT_CHECK_TIMEOUT_MS = 5000;
+
+/**
+ * At proposal (connectors, sources): the endpoint's rules, and where its name resolves now: only
+ * to public addresses (or allowed ranges). A broken rule is a 400 naming `endpoint`.
+ */
+export async function requireResolvingEndpoint(egress: Pick<Egress, 'check'>, endpoint: string): Promise<void> {
+  const checked = await egress.check(endpoint, ENDPOINT_CHECK_TIMEOUT_MS);
+  if (!checked.ok) throw invalid(checked.reason === 'endpoint' ? checked.message : `endpoint must resolve only to public addresses: ${checked.message}.`);
+}

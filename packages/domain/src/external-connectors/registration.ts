@@ -1,0 +1,155 @@
+/**
+ * External connector changes and registrations (spec 2.5, CONTRACT "External connector
+ * changes"): what a proposal may say, each rule broken answered 400 naming the field.
+ */
+import type { ChangeStatus, PendingChange } from '../governance/change.js';
+import { changeViewBase, changeViewDecision } from '../governance/governed-registry.js';
+import { readEndpoint } from '../egress/endpoint.js';
+import { CAPABILITY_PATTERN } from '../execution/transaction-request.js';
+import { namespaceOf } from '../execution/connectors.js';
+import { POLICY_NAME_PATTERN } from '../policy/schema.js';
+import { invalid } from '../shared/errors.js';
+import { isPlainObject } from '../shared/guards.js';
+
+export const EXTERNAL_CONNECTOR_CHANGE_KIND = 'external-connector';
+export const CAPABILITY_MAX_LENGTH = 128;
+export const CONNECTOR_TIMEOUT_MS = { min: 1000, max: 30000, default: 10000 } as const;
+export const FORWARDED_PARAMETER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+export const FORWARDED_PARAMETERS_MAX = 100;
+/** `sandbox` and `test` are always reserved; the namespaces of every built-in connector too. */
+export const RESERVED_NAMESPACES = ['sandbox', 'test'] as const;
+
+const POLICY_NAME = new RegExp(POLICY_NAME_PATTERN);
+
+/** An active binding of a capability to an endpoint; `registrationId` is the approved register change's id. */
+export interface ExternalConnectorRegistration {
+  registrationId: string;
+  capability: string;
+  endpoint: string;
+  policyName: string;
+  forwardedParameters: string[];
+  timeoutMs: number;
+  proposer: string;
+  approvedBy: string;
+  registeredAt: string;
+}
+
+export type RegisterPayload = {
+  kind: 'register';
+  capability: string;
+  endpoint: string;
+  policyName: string;
+  forwardedParameters: string[];
+  timeoutMs: number;
+};
+/** A revoke names the registration that was active when it was proposed; that is what it ends. */
+export type RevokePayload = { kind: 'revoke'; capability: string; registrationId: string };
+export type ExternalConnectorChangePayload = RegisterPayload | RevokePayload;
+
+/** The External Connector Change as the API shows it (bare object, CONTRACT property names). */
+export interface ExternalConnectorChangeView {
+  id: string;
+  kind: 'register' | 'revoke';
+  capability: string;
+  reason: string | null;
+  proposer: string;
+  status: ChangeStatus;
+  createdAt: string;
+  endpoint?: string;
+  policyName?: string;
+  forwardedParameters?: string[];
+  timeoutMs?: number;
+  /** Revoke: the registration it ends. */
+  registrationId?: string;
+  decider?: string;
+  decidedAt?: string;
+  rejectionReason?: string;
+  /** When the approved change took effect. */
+  appliedAt?: string;
+}
+
+export function toChangeView(c: PendingChange<ExternalConnectorChangePayload>): ExternalConnectorChangeView {
+  const p = c.payload;
+  return {
+    ...changeViewBase(c),
+    capability: p.capability,
+    ...(p.kind === 'register'
+      ? { endpoint: p.endpoint, policyName: p.policyName, forwardedParameters: p.forwardedParameters, timeoutMs: p.timeoutMs }
+      : { registrationId: p.registrationId }),
+    ...changeViewDecision(c),
+  };
+}
+
+export const describeChange = (c: PendingChange<ExternalConnectorChangePayload>): string =>
+  c.payload.kind === 'register'
+    ? `register external connector '${c.payload.capability}' at ${c.payload.endpoint} (policy '${c.payload.policyName}', forwards [${c.payload.forwardedParameters.join(', ')}], timeout ${c.payload.timeoutMs} ms)`
+    : `revoke external connector '${c.payload.capability}' (registration ${c.payload.registrationId})`;
+
+const FIELDS = {
+  register: ['kind', 'capability', 'reason', 'endpoint', 'policyName', 'forwardedParameters', 'timeoutMs'],
+  revoke: ['kind', 'capability', 'reason'],
+} as const;
+
+export type ProposalInput = { kind: 'register'; payload: Omit<RegisterPayload, 'kind'> } | { kind: 'revoke'; capability: string };
+
+/**
+ * The rules a proposal must keep that need no lookup, in the order of the contract's field list.
+ * `reason` is read by maker-checker. Where the endpoint resolves is checked by the caller.
+ */
+export function readProposal(body: unknown, reservedNamespaces: readonly string[]): ProposalInput {
+  if (!isPlainObject(body)) throw invalid('The body must be a JSON object: {"kind": "register" | "revoke", "capability": "namespace:verb", …}.');
+  const kind = body.kind;
+  if (kind !== 'register' && kind !== 'revoke') throw invalid('kind must be register or revoke.');
+  for (const name of Object.keys(body)) {
+    if (!(FIELDS[kind] as readonly string[]).includes(name)) throw invalid(`${name} is not a field of a ${kind} proposal (fields: ${FIELDS[kind].join(', ')}).`);
+  }
+  const capability = readCapability(body.capability, reservedNamespaces);
+  if (kind === 'revoke') return { kind, capability };
+
+  const endpoint = readEndpoint(body.endpoint);
+  if (!endpoint.ok) throw invalid(`endpoint ${endpoint.problem}`);
+  if (typeof body.policyName !== 'string' || !POLICY_NAME.test(body.policyName)) {
+    throw invalid(`policyName must be a policy name matching ${POLICY_NAME_PATTERN}.`);
+  }
+  return {
+    kind,
+    payload: {
+      capability,
+      endpoint: endpoint.endpoint.url,
+      policyName: body.policyName,
+      forwardedParameters: readForwardedParameters(body.forwardedParameters),
+      timeoutMs: readTimeout(body.timeoutMs),
+    },
+  };
+}
+
+function readCapability(value: unknown, reserved: readonly string[]): string {
+  if (typeof value !== 'string' || value === '') throw invalid('capability is required: namespace:verb, such as payments:transfer.');
+  if (value.length > CAPABILITY_MAX_LENGTH) throw invalid(`capability must be at most ${CAPABILITY_MAX_LENGTH} characters.`);
+  if (!CAPABILITY_PATTERN.test(value)) throw invalid(`capability must be namespace:verb, matching ${CAPABILITY_PATTERN.source}.`);
+  const namespace = namespaceOf(value);
+  if (reserved.includes(namespace)) throw invalid(`capability must not be in the namespace '${namespace}': it is reserved (${reserved.join(', ')}).`);
+  return value;
+}
+
+function readForwardedParameters(value: unknown): string[] {
+  if (!Array.isArray(value)) throw invalid('forwardedParameters is required: the names of the intent parameters sent to the endpoint (an array, empty to send none).');
+  if (value.length > FORWARDED_PARAMETERS_MAX) throw invalid(`forwardedParameters must name at most ${FORWARDED_PARAMETERS_MAX} parameters.`);
+  const seen = new Set<string>();
+  value.forEach((name, i) => {
+    if (typeof name !== 'string' || !FORWARDED_PARAMETER_PATTERN.test(name)) {
+      throw invalid(`forwardedParameters[${i}] must be a parameter name of at most 64 characters matching ${FORWARDED_PARAMETER_PATTERN.source}.`);
+    }
+    if (seen.has(name)) throw invalid(`forwardedParameters[${i}] repeats '${name}'.`);
+    seen.add(name);
+  });
+  return value as string[];
+}
+
+function readTimeout(value: unknown): number {
+  if (value === undefined) return CONNECTOR_TIMEOUT_MS.default;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < CONNECTOR_TIMEOUT_MS.min || value > CONNECTOR_TIMEOUT_MS.max) {
+    throw invalid(`timeoutMs must be a whole number of milliseconds from ${CONNECTOR_TIMEOUT_MS.min} to ${CONNECTOR_TIMEOUT_MS.max} (default ${CONNECTOR_TIMEOUT_MS.default}).`);
+  }
+  return value;
+}

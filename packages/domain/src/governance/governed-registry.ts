@@ -1,0 +1,113 @@
+/**
+ * What every governed registry shares (external connectors, business signal sources, authority
+ * grants; CONTRACT "Governance"): changes proposed by one human and decided by another through the
+ * maker-checker module, listed page by page with a status filter, and the entries in force. Each
+ * kind brings only its own parts: how a proposal is read, what an approved change does, how a
+ * change is shown.
+ */
+import type { Caller } from '../identity/caller.js';
+import type { Page } from '../execution/ports.js';
+import type { PendingChange } from './change.js';
+import { makerCheckerFor, readStatusFilter, type GovernedKindDeps, type MakerChecker, type MakerCheckerDeps } from './maker-checker.js';
+
+/** The routes of a governed registry: `/<area>/changes` (propose, list, approve, reject) and `GET /<area>`. */
+export interface GovernedRegistry<View, Entry> {
+  propose(caller: Caller, body: unknown): Promise<View>;
+  list(query: { status?: unknown; page: number; pageSize: number }): Promise<Page<View>>;
+  listActive(page: number, pageSize: number): Promise<Page<Entry>>;
+  approve(id: string, checker: Caller, envelope: unknown): Promise<View>;
+  reject(id: string, checker: Caller, envelope: unknown): Promise<View>;
+}
+
+/** The parts of a kind of change that are its own. */
+export interface GovernedKind<P, View> extends Pick<MakerCheckerDeps<P>, 'applier' | 'describe' | 'checkDecider'> {
+  kind: string;
+  /** The change as the API shows it (a bare object). */
+  toView(change: PendingChange<P>): View;
+}
+
+/** The changes of one kind: maker-checker, and every change shown as the kind's view. */
+export class GovernedChanges<P, View> {
+  readonly makerChecker: MakerChecker<P>;
+
+  constructor(deps: GovernedKindDeps, private readonly own: GovernedKind<P, View>) {
+    this.makerChecker = makerCheckerFor<P>(own.kind, deps, own);
+  }
+
+  async propose(caller: Caller, input: { payload: P; subject?: string; reason?: string }): Promise<View> {
+    return this.own.toView(await this.makerChecker.propose(caller, input));
+  }
+
+  /** Oldest first. */
+  async list(query: { status?: unknown; page: number; pageSize: number }): Promise<Page<View>> {
+    const found = await this.makerChecker.page(readStatusFilter(query.status), query.page, query.pageSize);
+    return { ...found, items: found.items.map((c) => this.own.toView(c)) };
+  }
+
+  async approve(id: string, checker: Caller, envelope: unknown): Promise<View> {
+    return this.own.toView(await this.makerChecker.approve(id, checker, envelope));
+  }
+
+  async reject(id: string, checker: Caller, envelope: unknown): Promise<View> {
+    return this.own.toView(await this.makerChecker.reject(id, checker, envelope));
+  }
+}
+
+/**
+ * The governance of one registry: everything but reading a proposal, which is the kind's own.
+ * `entries` lists what is in force (`GET /<area>`).
+ */
+export abstract class RegistryGovernance<P, View, Entry> implements GovernedRegistry<View, Entry> {
+  protected readonly changes: GovernedChanges<P, View>;
+
+  constructor(
+    deps: GovernedKindDeps,
+    kind: GovernedKind<P, View>,
+    private readonly entries: { listActive(page: number, pageSize: number): Promise<Page<Entry>> },
+  ) {
+    this.changes = new GovernedChanges(deps, kind);
+  }
+
+  /** `POST /<area>/changes`: 201 with the change, or a 400 naming the field. */
+  abstract propose(caller: Caller, body: unknown): Promise<View>;
+
+  /** `GET /<area>/changes`, oldest first. */
+  list(query: { status?: unknown; page: number; pageSize: number }): Promise<Page<View>> {
+    return this.changes.list(query);
+  }
+
+  /** `GET /<area>`: what is in force. */
+  listActive(page: number, pageSize: number): Promise<Page<Entry>> {
+    return this.entries.listActive(page, pageSize);
+  }
+
+  approve(id: string, checker: Caller, envelope: unknown): Promise<View> {
+    return this.changes.approve(id, checker, envelope);
+  }
+
+  reject(id: string, checker: Caller, envelope: unknown): Promise<View> {
+    return this.changes.reject(id, checker, envelope);
+  }
+}
+
+/** The common fields of a change's view (CONTRACT property names); the kind adds its payload's. */
+export function changeViewBase<K extends string>(c: PendingChange<{ kind: K }>) {
+  return {
+    id: c.id,
+    kind: c.payload.kind,
+    reason: c.reason ?? null,
+    proposer: c.proposer,
+    status: c.status,
+    createdAt: c.createdAt,
+  };
+}
+
+/** The decision fields of a change's view, present once decided. */
+export function changeViewDecision(c: PendingChange<unknown>) {
+  return {
+    ...(c.decider !== undefined ? { decider: c.decider } : {}),
+    ...(c.decidedAt !== undefined ? { decidedAt: c.decidedAt } : {}),
+    ...(c.rejectionReason !== undefined ? { rejectionReason: c.rejectionReason } : {}),
+    ...(c.appliedAt !== undefined ? { appliedAt: c.appliedAt } : {}),
+  };
+}

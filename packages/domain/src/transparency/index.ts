@@ -1,0 +1,3 @@
+export * from './records.js';
+export * from './ports.js';
+export * from './checkpoint-publisher.js';
