@@ -24,6 +24,24 @@ export class CanonicalJsonError extends TypeError {
 // surrogates.
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
+/**
+ * The members of a plain object's canonical text, in canonical order, each `"name":value`: the
+ * text is `{` + members joined by `,` + `}`. A signer that adds its signature members to an object
+ * it has just canonicalised inserts them here instead of canonicalising the whole object again.
+ */
+export function canonicalMembers(record: Record<string, unknown>): { names: string[]; members: string[] } {
+  const ancestors = new Set<object>([record]);
+  const names: string[] = [];
+  const members: string[] = [];
+  for (const name of Object.keys(record).sort()) {
+    const member = serialize(record[name], name, ancestors);
+    if (member === undefined) continue;
+    names.push(name);
+    members.push(`${serializeString(name)}:${member}`);
+  }
+  return { names, members };
+}
+
 /** RFC 8785 canonical JSON text of `value`. */
 export function canonicalize(value: unknown): string {
   const text = serialize(value, '', new Set<object>());
@@ -91,8 +109,12 @@ function serialize(input: unknown, key: string, ancestors: Set<object>): string 
   }
 }
 
+// Any surrogate code unit at all: most strings have none, and this test is much cheaper than the
+// code-point-aware one that tells lone surrogates from pairs.
+const ANY_SURROGATE = /[\uD800-\uDFFF]/;
+
 function serializeString(text: string): string {
-  if (LONE_SURROGATE.test(text)) {
+  if (ANY_SURROGATE.test(text) && LONE_SURROGATE.test(text)) {
     throw new CanonicalJsonError('strings with lone surrogates are not allowed in canonical JSON');
   }
   // JSON.stringify escapes exactly what RFC 8785 3.2.2.2 asks for: \b \t \n \f \r \" \\ as

@@ -53,3 +53,18 @@ export function ed25519Jwk(x: string, kid: string): Ed25519PublicJwk {
 export function mlDsa65Jwk(pub: string, kid: string): MlDsa65PublicJwk {
   return { kty: 'AKP', alg: 'ML-DSA-65', pub, kid, use: 'sig' };
 }
+
+/** The JWK of a published key, by algorithm. */
+export function publicJwk(key: { keyId: string; alg: 'Ed25519' | 'ML-DSA-65'; publicKey: string }): PublicJwk {
+  return key.alg === 'Ed25519' ? ed25519Jwk(key.publicKey, key.keyId) : mlDsa65Jwk(key.publicKey, key.keyId);
+}
+
+/** keyId the key's algorithm and public key derive (see ed25519KeyId). */
+export function keyIdOf(key: { alg: 'Ed25519' | 'ML-DSA-65'; publicKey: string }): Promise<string> {
+  return key.alg === 'Ed25519' ? ed25519KeyId(key.publicKey) : mlDsa65KeyId(key.publicKey);
+}
+
+/** A frozen JWKS of the given keys, in order (the object is replaced, never changed). */
+export function frozenJwks(keys: ReadonlyArray<{ keyId: string; alg: 'Ed25519' | 'ML-DSA-65'; publicKey: string }>): PublicJwkSet {
+  return Object.freeze({ keys: Object.freeze(keys.map((k) => Object.freeze(publicJwk(k)))) }) as unknown as PublicJwkSet;
+}

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { HybridKeyMissingError, KeyFilesMissingError, KeyRingError } from './errors.js';
 import { KeyRing } from './key-ring.js';
 import { KeyRingSigner } from './record-signer.js';
-import { verifyRecord } from './offline-verifier.js';
+import { verifyRecord } from './node-verifier.js';
 
 const dirs: string[] = [];
 function tempDataDir(): string {
@@ -139,7 +139,9 @@ describe('KeyRing', () => {
     const old = ring.activeKeyIds;
     const oldRecord = await signer.sign({ kind: 'refusal', n: 1 });
 
-    const rotated = await ring.rotate();
+    const outcome = await ring.rotate();
+    expect(outcome.kind).toBe('rotated');
+    const rotated = outcome.active;
     expect(rotated.keyId).not.toBe(old.keyId);
     expect(rotated.pqKeyId).not.toBe(old.pqKeyId);
     expect(ring.activeKeyIds).toEqual(rotated);

@@ -1,23 +1,17 @@
 /**
- * The service's own signing keys: generated on first start, loaded once into memory, rotated
- * on demand. Only public parts ever leave this module; private keys live in closures and private
- * fields and are used through `signingKeys().sign()`.
+ * The `disk` key provider: the service's own signing keys in the data dir, generated on first
+ * start, loaded once into memory, rotated on demand. Only public parts ever leave this module;
+ * private keys live in closures and private fields and are used through `signingKeys().sign()`.
  */
-import { createPrivateKey, generateKeyPairSync, randomBytes, sign as nodeSign, type KeyObject } from 'node:crypto';
-import { encodeBase64, encodeBase64Url } from './base64.js';
+import type { SigningProviderKind } from '@ets/domain';
 import { HybridKeyMissingError, KeyFilesMissingError, KeyRingError } from './errors.js';
-import {
-  ed25519Jwk,
-  ed25519KeyId,
-  mlDsa65Jwk,
-  mlDsa65KeyId,
-  type PublicJwk,
-  type PublicJwkSet,
-} from './jwk.js';
+import { frozenJwks, keyIdOf, type PublicJwk, type PublicJwkSet } from './jwk.js';
+import type { ActiveKeyIds, ActiveSigningKeys, KeyProvider, ProviderKey, RotationOutcome, SigningMode } from './key-provider.js';
 import { KeyStore, type KeyAlgorithm, type KeyRecord } from './key-store.js';
-import { mlDsa65, pkcs8PemToSeed, seedToPkcs8Pem, type MlDsa65PrivateKey } from './ml-dsa65.js';
+import { generateEd25519, generateMlDsa65, localSigningKeys, parseEd25519Pem, parseMlDsa65Pem } from './local-keys.js';
+import type { MlDsa65PrivateKey } from './ml-dsa65.js';
 
-export type SigningMode = 'ed25519' | 'hybrid';
+export type { ActiveKeyIds, ActiveSigningKeys, KeyInfo, ProducedSignatures, SigningMode } from './key-provider.js';
 
 export interface KeyRingOptions {
   dataDir: string;
@@ -29,31 +23,6 @@ export interface KeyRingOptions {
   addMissingPqKey?: boolean;
 }
 
-export interface ActiveKeyIds {
-  keyId: string;
-  pqKeyId?: string;
-}
-
-export interface ProducedSignatures {
-  /** Base64 Ed25519 signature. */
-  signature: string;
-  /** Base64 ML-DSA-65 signature, in hybrid mode. */
-  pqSignature?: string;
-}
-
-/** The keys new signatures are made with, as one consistent snapshot (rotation swaps it whole). */
-export interface ActiveSigningKeys extends ActiveKeyIds {
-  sign(data: Uint8Array): ProducedSignatures;
-}
-
-/** A published key and its metadata, as listed for operators (never private material). */
-export interface KeyInfo {
-  keyId: string;
-  alg: KeyAlgorithm;
-  createdAt: string;
-  active: boolean;
-}
-
 interface LoadedState {
   records: KeyRecord[];
   signing: ActiveSigningKeys;
@@ -61,7 +30,8 @@ interface LoadedState {
   byKid: Map<string, PublicJwk>;
 }
 
-export class KeyRing {
+export class KeyRing implements KeyProvider {
+  readonly kind: SigningProviderKind = 'disk';
   readonly #store: KeyStore;
   readonly #mode: SigningMode;
   #state: LoadedState;
@@ -117,6 +87,10 @@ export class KeyRing {
     return this.#store.dir;
   }
 
+  get location(): string {
+    return this.#store.dir;
+  }
+
   get activeKeyIds(): ActiveKeyIds {
     const { keyId, pqKeyId } = this.#state.signing;
     return pqKeyId === undefined ? { keyId } : { keyId, pqKeyId };
@@ -127,40 +101,50 @@ export class KeyRing {
     return this.#state.signing;
   }
 
-  /** Every published key, active or retired. The object is frozen and replaced on rotation. */
+  /** Every key in keys.json, active or retired. The object is frozen and replaced on rotation. */
   jwks(): PublicJwkSet {
     return this.#state.jwks;
   }
 
-  /** One published key (GET /keys/{keyId}), or undefined. */
+  /** One key of keys.json, or undefined. */
   publicKey(kid: string): PublicJwk | undefined {
     return this.#state.byKid.get(kid);
   }
 
-  keys(): KeyInfo[] {
-    return this.#state.records.map(({ keyId, alg, createdAt, active }) => ({ keyId, alg, createdAt, active }));
+  keys(): ProviderKey[] {
+    return this.#state.records.map(({ keyId, alg, createdAt, active, publicKey }) => ({ keyId, alg, createdAt, active, publicKey }));
   }
 
   /**
    * Makes a new active key (both algorithms in hybrid mode) and retires the previous one, which
    * stays published so that everything it signed keeps verifying.
    */
-  async rotate(): Promise<ActiveKeyIds> {
+  async rotate(): Promise<RotationOutcome> {
     const algs: KeyAlgorithm[] = this.#mode === 'hybrid' ? ['Ed25519', 'ML-DSA-65'] : ['Ed25519'];
     const records = await this.#store.withLock(async () => {
       const current = (await this.#store.readMetadata()) ?? this.#state.records;
       return generateAndSave(this.#store, current, algs);
     });
     this.#state = await loadState(this.#store, records, this.#mode);
-    return this.activeKeyIds;
+    return { kind: 'rotated', active: this.activeKeyIds };
   }
 
-  /** Re-reads the key files, e.g. after another process sharing the data dir rotated. */
+  /** Re-reads the key files and signs with the active key they name (after another process rotated). */
   async reload(): Promise<void> {
     const records = await this.#store.readMetadata();
     if (!records) throw new KeyRingError(`${this.#store.metadataPath} has disappeared`);
     this.#state = await loadState(this.#store, records, this.#mode);
   }
+
+  /** Re-reads keys.json for its public keys; the signing key changes only on restart or reload. */
+  async refresh(): Promise<void> {
+    const records = await this.#store.readMetadata();
+    if (!records) return;
+    await checkKeyIds(this.#store, records);
+    this.#state = { ...this.#state, ...publication(records) };
+  }
+
+  async close(): Promise<void> {}
 }
 
 async function generateAndSave(
@@ -181,27 +165,8 @@ async function generateAndSave(
   return records;
 }
 
-async function generateEd25519(): Promise<{ keyId: string; publicKey: string; pem: string }> {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  const x = ed25519X(publicKey);
-  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
-  return { keyId: await ed25519KeyId(x), publicKey: x, pem };
-}
-
-async function generateMlDsa65(): Promise<{ keyId: string; publicKey: string; pem: string }> {
-  const seed = randomBytes(32);
-  const pub = encodeBase64Url(mlDsa65().privateKeyFromSeed(seed).publicKey);
-  return { keyId: await mlDsa65KeyId(pub), publicKey: pub, pem: seedToPkcs8Pem(seed) };
-}
-
 async function loadState(store: KeyStore, records: KeyRecord[], mode: SigningMode): Promise<LoadedState> {
-  // A keyId is a function of its public key; a mismatch means keys.json was edited or damaged.
-  for (const record of records) {
-    const expected = record.alg === 'Ed25519' ? await ed25519KeyId(record.publicKey) : await mlDsa65KeyId(record.publicKey);
-    if (expected !== record.keyId) {
-      throw new KeyRingError(`${store.metadataPath}: keyId ${record.keyId} does not match its public key`);
-    }
-  }
+  await checkKeyIds(store, records);
 
   const edRecord = activeRecord(store, records, 'Ed25519');
   if (!edRecord) throw new KeyRingError(`${store.metadataPath} has no active Ed25519 key`);
@@ -210,9 +175,12 @@ async function loadState(store: KeyStore, records: KeyRecord[], mode: SigningMod
     const file = store.privateKeyPath(edRecord.keyId);
     throw new KeyFilesMissingError(`the active Ed25519 signing key file is missing: ${file}`, [file]);
   }
-  const edKey = loadEd25519(store, edRecord, edPem);
+  const edFile = store.privateKeyPath(edRecord.keyId);
+  const ed = parseEd25519Pem(edPem);
+  if (!ed) throw new KeyRingError(`${edFile} is not an Ed25519 private key (PKCS#8 PEM)`);
+  if (ed.publicKey !== edRecord.publicKey) throw new KeyRingError(`${edFile} does not match key ${edRecord.keyId}`);
 
-  let pq: { record: KeyRecord; key: MlDsa65PrivateKey } | undefined;
+  let pq: { keyId: string; key: MlDsa65PrivateKey } | undefined;
   if (mode === 'hybrid') {
     const pqRecord = activeRecord(store, records, 'ML-DSA-65');
     const pqPem = pqRecord ? await store.readPrivateKey(pqRecord.keyId) : undefined;
@@ -225,77 +193,32 @@ async function loadState(store: KeyStore, records: KeyRecord[], mode: SigningMod
         [file],
       );
     }
-    pq = { record: pqRecord, key: loadMlDsa65(store, pqRecord, pqPem) };
+    const pqFile = store.privateKeyPath(pqRecord.keyId);
+    const parsed = parseMlDsa65Pem(pqPem);
+    if (!parsed) throw new KeyRingError(`${pqFile} is not a seed-form ML-DSA-65 private key`);
+    if (parsed.publicKey !== pqRecord.publicKey) throw new KeyRingError(`${pqFile} does not match key ${pqRecord.keyId}`);
+    pq = { keyId: pqRecord.keyId, key: parsed.key };
   }
 
-  const signing = makeSigningKeys(edRecord.keyId, edKey, pq);
-  const keys = records.map((r) => Object.freeze(r.alg === 'Ed25519' ? ed25519Jwk(r.publicKey, r.keyId) : mlDsa65Jwk(r.publicKey, r.keyId)));
-  const jwks = Object.freeze({ keys: Object.freeze(keys) }) as unknown as PublicJwkSet;
-  return {
-    records: records.map((r) => ({ ...r })),
-    signing,
-    jwks,
-    byKid: new Map(keys.map((k) => [k.kid, k])),
-  };
+  return { ...publication(records), signing: localSigningKeys(edRecord.keyId, ed.key, pq) };
+}
+
+/** A keyId is a function of its public key; a mismatch means keys.json was edited or damaged. */
+async function checkKeyIds(store: KeyStore, records: readonly KeyRecord[]): Promise<void> {
+  for (const record of records) {
+    if ((await keyIdOf(record)) !== record.keyId) {
+      throw new KeyRingError(`${store.metadataPath}: keyId ${record.keyId} does not match its public key`);
+    }
+  }
+}
+
+function publication(records: readonly KeyRecord[]): Omit<LoadedState, 'signing'> {
+  const jwks = frozenJwks(records);
+  return { records: records.map((r) => ({ ...r })), jwks, byKid: new Map(jwks.keys.map((k) => [k.kid, k])) };
 }
 
 function activeRecord(store: KeyStore, records: readonly KeyRecord[], alg: KeyAlgorithm): KeyRecord | undefined {
   const active = records.filter((r) => r.alg === alg && r.active);
   if (active.length > 1) throw new KeyRingError(`${store.metadataPath} marks more than one ${alg} key active`);
   return active[0];
-}
-
-function loadEd25519(store: KeyStore, record: KeyRecord, pem: string): KeyObject {
-  const file = store.privateKeyPath(record.keyId);
-  let key: KeyObject;
-  try {
-    key = createPrivateKey({ key: pem, format: 'pem' });
-  } catch {
-    throw new KeyRingError(`${file} is not a readable private key`);
-  }
-  if (key.asymmetricKeyType !== 'ed25519') throw new KeyRingError(`${file} is not an Ed25519 private key`);
-  if (ed25519X(key) !== record.publicKey) throw new KeyRingError(`${file} does not match key ${record.keyId}`);
-  return key;
-}
-
-function loadMlDsa65(store: KeyStore, record: KeyRecord, pem: string): MlDsa65PrivateKey {
-  const file = store.privateKeyPath(record.keyId);
-  let key: MlDsa65PrivateKey;
-  try {
-    key = mlDsa65().privateKeyFromSeed(pkcs8PemToSeed(pem));
-  } catch {
-    throw new KeyRingError(`${file} is not a seed-form ML-DSA-65 private key`);
-  }
-  if (encodeBase64Url(key.publicKey) !== record.publicKey) {
-    throw new KeyRingError(`${file} does not match key ${record.keyId}`);
-  }
-  return key;
-}
-
-function makeSigningKeys(
-  keyId: string,
-  edKey: KeyObject,
-  pq: { record: KeyRecord; key: MlDsa65PrivateKey } | undefined,
-): ActiveSigningKeys {
-  if (!pq) {
-    return Object.freeze({
-      keyId,
-      sign: (data: Uint8Array): ProducedSignatures => ({ signature: nodeSign(null, data, edKey).toString('base64') }),
-    });
-  }
-  const pqKey = pq.key;
-  return Object.freeze({
-    keyId,
-    pqKeyId: pq.record.keyId,
-    sign: (data: Uint8Array): ProducedSignatures => ({
-      signature: nodeSign(null, data, edKey).toString('base64'),
-      pqSignature: encodeBase64(pqKey.sign(data)),
-    }),
-  });
-}
-
-function ed25519X(key: KeyObject): string {
-  const jwk = key.export({ format: 'jwk' });
-  if (typeof jwk.x !== 'string') throw new KeyRingError('Ed25519 key without a public part');
-  return jwk.x;
 }

@@ -14,10 +14,9 @@ import {
   verify as nodeVerify,
 } from 'node:crypto';
 import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
+import { ML_DSA_65_PUBLIC_KEY_BYTES, ML_DSA_65_SEED_BYTES, ML_DSA_65_SIGNATURE_BYTES, nobleMlDsa65Verifier, type MlDsa65Verify } from './ml-dsa65-noble.js';
 
-export const ML_DSA_65_SEED_BYTES = 32;
-export const ML_DSA_65_PUBLIC_KEY_BYTES = 1952;
-export const ML_DSA_65_SIGNATURE_BYTES = 3309;
+export { ML_DSA_65_PUBLIC_KEY_BYTES, ML_DSA_65_SEED_BYTES, ML_DSA_65_SIGNATURE_BYTES, type MlDsa65Verify } from './ml-dsa65-noble.js';
 
 // DER headers from RFC 9881 (OID 2.16.840.1.101.3.4.3.18); with fixed-size keys the encodings
 // are these constant prefixes followed by the key bytes.
@@ -29,8 +28,6 @@ export interface MlDsa65PrivateKey {
   readonly publicKey: Uint8Array;
   sign(message: Uint8Array): Uint8Array;
 }
-
-export type MlDsa65Verify = (message: Uint8Array, signature: Uint8Array) => boolean;
 
 export interface MlDsa65Backend {
   readonly name: 'node' | 'noble';
@@ -65,18 +62,7 @@ const nobleBackend: MlDsa65Backend = {
     const { secretKey, publicKey } = ml_dsa65.keygen(seed);
     return { publicKey, sign: (message) => ml_dsa65.sign(message, secretKey) };
   },
-  verifierFor(publicKey) {
-    if (publicKey.length !== ML_DSA_65_PUBLIC_KEY_BYTES) throw new TypeError('bad ML-DSA-65 public key');
-    const key = Uint8Array.from(publicKey);
-    return (message, signature) => {
-      if (signature.length !== ML_DSA_65_SIGNATURE_BYTES) return false;
-      try {
-        return ml_dsa65.verify(signature, message, key);
-      } catch {
-        return false;
-      }
-    };
-  },
+  verifierFor: nobleMlDsa65Verifier,
 };
 
 const nodeBackend: MlDsa65Backend = {

@@ -1,17 +1,18 @@
 /**
  * Offline verification of signed records against a JWKS. Needs nothing but the record and the
  * public keys (no server, no database), so the CLI `ets verify`, the public /verify routes and
- * third parties all run the same checks.
+ * third parties all run the same checks. The primitives come from the caller (`VerifyCrypto`):
+ * Node's in the service (node-verifier.ts), @noble's in a browser; this module uses no Node API.
  *
  * Error strings name the field and the check that failed ("signature: does not verify"); they
  * never include exception text from the crypto layer.
  */
 import type { SignatureFields, SignatureVerifier } from '@ets/domain';
-import { createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import { decodeBase64Strict, decodeBase64UrlStrict } from './base64.js';
 import { canonicalize } from './canonical-json.js';
 import type { JwksLike } from './jwk.js';
-import { mlDsa65, ML_DSA_65_PUBLIC_KEY_BYTES, ML_DSA_65_SIGNATURE_BYTES, type MlDsa65Verify } from './ml-dsa65.js';
+import { ML_DSA_65_PUBLIC_KEY_BYTES, ML_DSA_65_SIGNATURE_BYTES } from './ml-dsa65-noble.js';
+import { fromBase64, fromBase64Url, utf8 } from './transparency/bytes.js';
+import type { VerifyCrypto, VerifyFn } from './verify-crypto.js';
 
 export interface OfflineVerification {
   valid: boolean;
@@ -21,7 +22,7 @@ export interface OfflineVerification {
 }
 
 type Alg = 'Ed25519' | 'ML-DSA-65';
-type Verify = (data: Uint8Array, signature: Uint8Array) => boolean;
+type Verify = VerifyFn;
 /** A usable verify function, or the reason the key cannot be used. */
 type Resolved = { verify: Verify } | { problem: string };
 type Resolver = (kid: string, alg: Alg) => Resolved;
@@ -30,18 +31,19 @@ const ED25519_SIGNATURE_BYTES = 64;
 const ED25519_PUBLIC_KEY_BYTES = 32;
 
 /** Verifies a signed record (`keyId`, `signature`, and in hybrid mode `pqKeyId`, `pqSignature`). */
-export function verifyRecord(record: unknown, jwks: JwksLike): OfflineVerification {
-  return verifyRecordWith(record, jwksResolver(jwks));
+export function verifyRecord(record: unknown, jwks: JwksLike, crypto: VerifyCrypto): OfflineVerification {
+  return verifyRecordWith(record, jwksResolver(jwks, crypto));
 }
 
 /** Verifies signature fields made over a detached UTF-8 string (the execution chain). */
-export function verifyDetached(text: string, sig: SignatureFields, jwks: JwksLike): OfflineVerification {
-  return verifyDetachedWith(text, sig, jwksResolver(jwks));
+export function verifyDetached(text: string, sig: SignatureFields, jwks: JwksLike, crypto: VerifyCrypto): OfflineVerification {
+  return verifyDetachedWith(text, sig, jwksResolver(jwks, crypto));
 }
 
 /** The domain's SignatureVerifier over a key set, keeping imported keys between calls. */
 export class JwksSignatureVerifier implements SignatureVerifier {
   readonly #source: () => JwksLike;
+  readonly #crypto: VerifyCrypto;
   #cachedFor: JwksLike | undefined;
   #cache = new Map<string, Resolved>();
 
@@ -50,7 +52,8 @@ export class JwksSignatureVerifier implements SignatureVerifier {
    * `jwks()` method (the KeyRing). The cache is dropped whenever a different JWKS object comes
    * back, which is how the KeyRing signals a rotation.
    */
-  constructor(keys: JwksLike | (() => JwksLike) | { jwks(): JwksLike }) {
+  constructor(keys: JwksLike | (() => JwksLike) | { jwks(): JwksLike }, crypto: VerifyCrypto) {
+    this.#crypto = crypto;
     if (typeof keys === 'function') this.#source = keys;
     else if (Array.isArray((keys as Partial<JwksLike>).keys)) this.#source = () => keys as JwksLike;
     else this.#source = () => (keys as { jwks(): JwksLike }).jwks();
@@ -70,7 +73,7 @@ export class JwksSignatureVerifier implements SignatureVerifier {
       this.#cachedFor = jwks;
       this.#cache = new Map();
     }
-    const uncached = jwksResolver(jwks);
+    const uncached = jwksResolver(jwks, this.#crypto);
     const cache = this.#cache;
     return (kid, alg) => {
       const cacheKey = `${alg}\u0000${kid}`;
@@ -93,7 +96,7 @@ function verifyRecordWith(record: unknown, resolve: Resolver): OfflineVerificati
     const payload: Record<string, unknown> = { ...(record as Record<string, unknown>) };
     delete payload.signature;
     delete payload.pqSignature;
-    return Buffer.from(canonicalize(payload), 'utf8');
+    return utf8(canonicalize(payload));
   });
 }
 
@@ -105,7 +108,7 @@ function verifyDetachedWith(text: unknown, sig: unknown, resolve: Resolver): Off
     const fields = sig as Record<string, unknown>;
     return { valid: false, ...keyIdOf(fields), errors: ['text: not a string'] };
   }
-  return check(sig as Record<string, unknown>, resolve, () => Buffer.from(text, 'utf8'));
+  return check(sig as Record<string, unknown>, resolve, () => utf8(text));
 }
 
 function check(fields: Record<string, unknown>, resolve: Resolver, signedBytes: () => Uint8Array): OfflineVerification {
@@ -168,14 +171,14 @@ function signatureField(fields: Record<string, unknown>, name: string, length: n
     errors.push(`${name}: missing`);
     return undefined;
   }
-  const bytes = decodeBase64Strict(value);
+  const bytes = fromBase64(value);
   if (!bytes) errors.push(`${name}: not standard base64`);
   else if (bytes.length !== length) errors.push(`${name}: wrong length`);
   else return bytes;
   return undefined;
 }
 
-function jwksResolver(jwks: JwksLike): Resolver {
+function jwksResolver(jwks: JwksLike, crypto: VerifyCrypto): Resolver {
   const keys: readonly unknown[] = jwks && Array.isArray(jwks.keys) ? jwks.keys : [];
   return (kid, alg) => {
     let sawOtherType = false;
@@ -183,61 +186,52 @@ function jwksResolver(jwks: JwksLike): Resolver {
       if (typeof candidate !== 'object' || candidate === null) continue;
       const jwk = candidate as Record<string, unknown>;
       if (jwk.kid !== kid) continue;
-      if (alg === 'Ed25519' && jwk.kty === 'OKP' && jwk.crv === 'Ed25519') return importEd25519(jwk, kid);
-      if (alg === 'ML-DSA-65' && jwk.kty === 'AKP' && jwk.alg === 'ML-DSA-65') return importMlDsa65(jwk, kid);
+      if (alg === 'Ed25519' && jwk.kty === 'OKP' && jwk.crv === 'Ed25519') return importEd25519(jwk, kid, crypto);
+      if (alg === 'ML-DSA-65' && jwk.kty === 'AKP' && jwk.alg === 'ML-DSA-65') return importMlDsa65(jwk, kid, crypto);
       sawOtherType = true;
     }
     return sawOtherType ? { problem: `key ${kid} is not an ${alg} key` } : { problem: `unknown key ${kid}` };
   };
 }
 
-// Imported keys by their public bytes, so repeated verifications with a freshly parsed JWKS
-// (CLI, public /verify routes) skip the import. Bounded: the JWKS may come from anyone.
-const importCache = new Map<string, Verify>();
+// Imported keys by their public bytes, per implementation, so repeated verifications with a
+// freshly parsed JWKS (CLI, public /verify routes) skip the import. Bounded: the JWKS may come
+// from anyone.
+const importCaches = new WeakMap<VerifyCrypto, Map<string, Verify>>();
 
-function cached(cacheKey: string, make: () => Verify): Verify {
-  let verify = importCache.get(cacheKey);
+function cached(crypto: VerifyCrypto, cacheKey: string, make: () => Verify): Verify {
+  let cache = importCaches.get(crypto);
+  if (!cache) importCaches.set(crypto, (cache = new Map()));
+  let verify = cache.get(cacheKey);
   if (!verify) {
     verify = make();
-    if (importCache.size >= 256) importCache.clear();
-    importCache.set(cacheKey, verify);
+    if (cache.size >= 256) cache.clear();
+    cache.set(cacheKey, verify);
   }
   return verify;
 }
 
-function importEd25519(jwk: Record<string, unknown>, kid: string): Resolved {
+function importEd25519(jwk: Record<string, unknown>, kid: string, crypto: VerifyCrypto): Resolved {
   const x = jwk.x;
-  const bytes = decodeBase64UrlStrict(x);
+  const bytes = fromBase64Url(x);
   if (typeof x !== 'string' || !bytes || bytes.length !== ED25519_PUBLIC_KEY_BYTES || (jwk.alg !== undefined && jwk.alg !== 'EdDSA')) {
     return { problem: `published key ${kid} is malformed` };
   }
   try {
-    return {
-      verify: cached(`Ed25519:${x}`, () => {
-        const key: KeyObject = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x }, format: 'jwk' });
-        return (data, signature) => {
-          try {
-            return nodeVerify(null, data, key, signature);
-          } catch {
-            return false;
-          }
-        };
-      }),
-    };
+    return { verify: cached(crypto, `Ed25519:${x}`, () => crypto.ed25519(bytes)) };
   } catch {
     return { problem: `published key ${kid} is malformed` };
   }
 }
 
-function importMlDsa65(jwk: Record<string, unknown>, kid: string): Resolved {
+function importMlDsa65(jwk: Record<string, unknown>, kid: string, crypto: VerifyCrypto): Resolved {
   const pub = jwk.pub;
-  const bytes = decodeBase64UrlStrict(pub);
+  const bytes = fromBase64Url(pub);
   if (typeof pub !== 'string' || !bytes || bytes.length !== ML_DSA_65_PUBLIC_KEY_BYTES) {
     return { problem: `published key ${kid} is malformed` };
   }
   try {
-    const verify: MlDsa65Verify = cached(`ML-DSA-65:${pub}`, () => mlDsa65().verifierFor(bytes));
-    return { verify };
+    return { verify: cached(crypto, `ML-DSA-65:${pub}`, () => crypto.mlDsa65(bytes)) };
   } catch {
     return { problem: `published key ${kid} is malformed` };
   }

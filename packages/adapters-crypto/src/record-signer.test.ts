@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { canonicalize } from './canonical-json.js';
 import { KeyRing } from './key-ring.js';
-import { JwksSignatureVerifier, verifyDetached, verifyRecord } from './offline-verifier.js';
+import { JwksSignatureVerifier, verifyDetached, verifyRecord } from './node-verifier.js';
 import { KeyRingSigner } from './record-signer.js';
 
 const dirs: string[] = [];

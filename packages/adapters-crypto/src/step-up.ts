@@ -18,7 +18,7 @@ export function isEd25519PublicKeyPem(pem: unknown): boolean {
   return parseEd25519PublicKeyPem(pem) !== undefined;
 }
 
-function parseEd25519PublicKeyPem(pem: unknown): KeyObject | undefined {
+export function parseEd25519PublicKeyPem(pem: unknown): KeyObject | undefined {
   if (typeof pem !== 'string' || !PUBLIC_KEY_PEM.test(pem)) return undefined;
   try {
     const key = createPublicKey({ key: pem.trim(), format: 'pem' });

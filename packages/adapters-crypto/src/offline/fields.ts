@@ -23,6 +23,8 @@ export const text: Rule = simple((v) => typeof v === 'string', 'a string');
 /** A non-empty string (ids, names). */
 export const id: Rule = simple((v) => typeof v === 'string' && v.length > 0, 'a non-empty string');
 export const bool: Rule = simple((v) => typeof v === 'boolean', 'a boolean');
+/** A non-negative integer (sizes, indexes). */
+export const count: Rule = simple((v) => Number.isSafeInteger(v) && (v as number) >= 0, 'a non-negative integer');
 /** Lower-case hex SHA-256. */
 export const hex64: Rule = simple((v) => typeof v === 'string' && /^[0-9a-f]{64}$/.test(v), 'a lower-case hex SHA-256');
 /** An ISO 8601 time as the service writes it (`Date.toISOString`). */

@@ -6,6 +6,17 @@ import path from 'node:path';
 import {
   AuthenticationAudit,
   buildTrustRecord,
+  CONFIRMATION_PROOF_TYPE,
+  evaluatorHashOf,
+  releaseManifestHashOf,
+  runtimeHashOf,
+  type EvaluatorContents,
+  type ReleaseManifest,
+  type RuntimeContents,
+  executionFingerprintOf,
+  executionIdOf,
+  resolutionFingerprintOf,
+  type OverrideResolution,
   GovernanceAudit,
   transactionHash,
   type AuditEvent,
@@ -21,9 +32,11 @@ import {
 import { canonicalize } from '../canonical-json.js';
 import { ed25519KeyId, type JwksLike } from '../jwk.js';
 import { KeyRing, type SigningMode } from '../key-ring.js';
+import { JwsProofSigner } from '../jws-proof-signer.js';
 import { KeyRingSigner } from '../record-signer.js';
 import { Sha256Hasher } from '../sha256-hasher.js';
-import { detectKind, verifyOffline, type OfflineRecordKind, type OfflineReport } from './verify-offline.js';
+import { verifyOffline } from './node.js';
+import { detectKind, type OfflineRecordKind, type OfflineReport } from './verify-offline.js';
 import { unwrapServedRecord } from './unwrap.js';
 
 const dirs: string[] = [];
@@ -39,7 +52,7 @@ const failed = (r: OfflineReport): string[] => r.checks.filter((c) => !c.ok).map
 interface Fixtures {
   jwks: JwksLike;
   signer: KeyRingSigner;
-  records: Record<Exclude<OfflineRecordKind, 'unknown'> | 'first-trust-record' | 'recorded-trust-record' | 'governance-event', Json>;
+  records: Record<Exclude<OfflineRecordKind, 'unknown' | 'runtime-manifest' | 'confirmation-proof'> | 'first-trust-record' | 'recorded-trust-record' | 'governance-event', Json>;
   /** Signs an attestation the way spec 2.9 describes, with its own Ed25519 key. */
   signAttestation(a: Json): Json;
 }
@@ -149,7 +162,7 @@ async function makeFixtures(mode: SigningMode): Promise<Fixtures> {
   const events: Signed<AuditEvent>[] = [];
   const store: AuditEventStore = { append: async (e) => void events.push(e), list: async () => events };
   await new AuthenticationAudit(signer, store, clock, ids).record({ callerId: 'agent-7', method: 'POST', route: '/execute', outcome: 'SUCCESS' });
-  await new GovernanceAudit(signer, store, clock, ids).record({ callerId: 'bob', action: 'approve', subjectType: 'policy', subjectId: 'chg-1', summary: 'publish policy x' });
+  events.push(await new GovernanceAudit(signer, clock, ids).sign({ callerId: 'bob', action: 'approve', subjectType: 'policy', subjectId: 'chg-1', summary: 'publish policy x' }));
 
   const verification = await signer.sign<Verification>({
     recordType: 'verification',
@@ -184,27 +197,53 @@ async function makeFixtures(mode: SigningMode): Promise<Fixtures> {
     const { signature: _old, ...unsigned } = a;
     return { ...unsigned, signature: nodeSign(null, Buffer.from(canonicalize(unsigned)), privateKey).toString('base64') };
   };
+  // A real one: executionId and execution_fingerprint computed as the service computes them, and
+  // the manifest signature over manifestHash made with the same key.
+  const signalsHash = hasher.contentHash({ amount: 120, country: 'FR' });
+  const executionId = executionIdOf(hasher, { requestId: 'run-42', policyId: 'payments-transfer', policyVersion: '1.0.0', signalsHash });
+  const attDecision = { action: 'approve' as const, requires_override: false, reason: 'Within limits', matchedRuleId: 'ok' };
+  const identity = { executionId, bundleHash: binding.contentHash, evaluatorArtifactHash: '07'.repeat(32), signalsHash, decision: attDecision, execution_state: 'completed' as const };
+  const manifestHash = '04'.repeat(32);
   const attestation = signAttestation({
-    executionId: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
-    execution_fingerprint: 'fp-' + 'ef'.repeat(16),
+    executionId,
+    execution_fingerprint: executionFingerprintOf(hasher, identity),
+    requestId: 'run-42',
     policyId: 'payments-transfer',
     policyVersion: '1.0.0',
     schemaVersion: '1',
-    runtimeVersion: '2025.11.21',
+    runtimeVersion: 'abc123.20251121T120000Z',
     runtimeHash: '01'.repeat(32),
-    decision: { action: 'approve', requires_override: false, reason: 'Within limits' },
+    decision: attDecision,
     execution_state: 'completed',
-    signalsHash: '02'.repeat(32),
-    bundleHash: '03'.repeat(32),
-    manifestHash: '04'.repeat(32),
-    manifestSignature: 'bWFuaWZlc3Q=',
-    trustRootVersion: '1',
+    signalsHash,
+    bundleHash: binding.contentHash,
+    manifestHash,
+    manifestSignature: nodeSign(null, Buffer.from(manifestHash), privateKey).toString('base64'),
+    trustRootVersion: '09'.repeat(32),
     signerKeyId,
     evaluatorHash: '05'.repeat(32),
     evaluatorSemanticHash: '06'.repeat(32),
     evaluatorArtifactHash: '07'.repeat(32),
     releaseManifestHash: '08'.repeat(32),
+    callerId: 'agent-7',
+    issuedAt: now,
   });
+  const unsignedResolution: OverrideResolution = {
+    recordType: 'override-resolution',
+    overrideId: ids.uuid(),
+    executionId,
+    status: 'executed',
+    approved: true,
+    approvedBy: 'ann',
+    approverRole: 'risk officer',
+    reason: 'Checked with the customer',
+    decidedBy: 'ops',
+    previousFingerprint: attestation.execution_fingerprint as string,
+    execution_fingerprint: '',
+    resolvedAt: now,
+  };
+  unsignedResolution.execution_fingerprint = resolutionFingerprintOf(hasher, unsignedResolution);
+  const resolution = await signer.sign(unsignedResolution);
 
   const jwks = { keys: [...ring.jwks().keys, { kty: 'OKP', crv: 'Ed25519', x, kid: signerKeyId, alg: 'EdDSA', use: 'sig' }] };
   return {
@@ -222,6 +261,7 @@ async function makeFixtures(mode: SigningMode): Promise<Fixtures> {
       verification,
       receipt,
       attestation,
+      'override-resolution': resolution,
     }) as unknown as Fixtures['records'],
   };
 }
@@ -473,11 +513,59 @@ describe.each(['ed25519', 'hybrid'] as const)('verifyOffline, %s signing', (mode
         }
       }
       const attestation = fx.records.attestation;
-      for (const field of ['execution_fingerprint', 'policyId', 'policyVersion', 'schemaVersion', 'decision', 'execution_state']) {
+      for (const field of ['execution_fingerprint', 'requestId', 'policyId', 'policyVersion', 'schemaVersion', 'runtimeHash', 'decision', 'execution_state', 'bundleHash', 'manifestHash', 'trustRootVersion', 'evaluatorHash', 'evaluatorSemanticHash', 'evaluatorArtifactHash', 'releaseManifestHash', 'issuedAt']) {
         const report = verifyOffline(fx.signAttestation(deleteAt(attestation, [field])), fx.jwks);
-        expect({ field, failed: failed(report) }).toEqual({ field, failed: ['fields'] });
+        expect({ field, kind: report.kind, fields: report.checks.find((c) => c.name === 'fields') }).toEqual({
+          field,
+          kind: 'attestation',
+          fields: { name: 'fields', ok: false, detail: expect.stringContaining(`${field}: missing`) },
+        });
+        expect(failed(report)).not.toContain('signature');
       }
     });
+  });
+});
+
+describe('attestation and override resolution: checks beyond the signature', () => {
+  let fx: Fixtures;
+  beforeAll(async () => {
+    fx = await makeFixtures('ed25519');
+  });
+
+  it('names the checks: identity recomputes executionId and execution_fingerprint; the manifest signature covers manifestHash', () => {
+    const report = verifyOffline(fx.records.attestation, fx.jwks);
+    expect(report.checks.map((c) => c.name)).toEqual(['signature', 'fields', 'identity', 'manifestSignature']);
+    expect(verifyOffline(fx.records['override-resolution'], fx.jwks).checks.map((c) => c.name)).toEqual(['signature', 'fields', 'fingerprint']);
+  });
+
+  it.each(['requestId', 'policyId', 'policyVersion', 'signalsHash'])('a re-signed attestation with another %s fails identity', (field) => {
+    const a = fx.records.attestation;
+    const report = verifyOffline(fx.signAttestation(setAt(a, [field], changed(a[field]))), fx.jwks);
+    expect(failed(report)).toEqual(['identity']);
+    expect(report.checks.find((c) => c.name === 'identity')!.detail).toMatch(/executionId: does not recompute/);
+  });
+
+  it.each(['bundleHash', 'evaluatorArtifactHash', 'decision.reason', 'execution_state'])('a re-signed attestation with another %s fails the fingerprint', (field) => {
+    const a = fx.records.attestation;
+    const path = field.split('.');
+    const value = field === 'execution_state' ? 'blocked' : changed(path.reduce<unknown>((o, k) => (o as Json)[k], a));
+    const report = verifyOffline(fx.signAttestation(setAt(a, path, value)), fx.jwks);
+    expect(failed(report)).toEqual(['identity']);
+    expect(report.checks.find((c) => c.name === 'identity')!.detail).toMatch(/execution_fingerprint: does not recompute/);
+  });
+
+  it('a re-signed attestation whose manifest signature does not cover its manifestHash fails manifestSignature', () => {
+    const a = fx.records.attestation;
+    expect(failed(verifyOffline(fx.signAttestation({ ...a, manifestHash: '0a'.repeat(32) }), fx.jwks))).toEqual(['manifestSignature']);
+  });
+
+  it('a re-signed override resolution whose fields changed fails the fingerprint', async () => {
+    const r = fx.records['override-resolution'];
+    for (const field of ['approvedBy', 'reason', 'previousFingerprint', 'status']) {
+      const value = field === 'status' ? 'rejected' : changed(r[field]);
+      const report = verifyOffline(await fx.signer.sign(setAt(r, [field], value)), fx.jwks);
+      expect({ field, failed: failed(report) }).toEqual({ field, failed: ['fingerprint'] });
+    }
   });
 });
 
@@ -496,6 +584,10 @@ describe('detectKind, unwrapServedRecord and odd input', () => {
     expect(detectKind({ executionId: 'e', execution_fingerprint: 'f' })).toBe('attestation');
     expect(detectKind({ executionId: 'e', signerKeyId: 'k' })).toBe('attestation');
     expect(detectKind({ executionId: 'e' })).toBe('unknown');
+    // attestation-simple's answer, or the statement its POST /verify takes.
+    expect(detectKind({ status: 'ok', executionId: 'e', decision: {}, execution_state: 'completed', runtimeHash: 'r', requires_override: false, signature: 's' })).toBe('attestation-simple');
+    expect(detectKind({ executionId: 'e', decision: {}, execution_state: 'completed', runtimeHash: 'r', signature: 's' })).toBe('attestation-simple');
+    expect(detectKind({ executionId: 'e', execution_state: 'completed', runtimeHash: 'r' })).toBe('unknown');
     expect(detectKind([trust])).toBe('unknown');
   });
 
@@ -525,5 +617,208 @@ describe('detectKind, unwrapServedRecord and odd input', () => {
     const body = { businessTransactionId: 'x', intent: { action: 'sandbox:echo', parameters: {} } };
     expect(unwrapServedRecord(body)).toEqual({ record: body });
     expect(unwrapServedRecord([trust])).toEqual({ record: [trust] });
+  });
+});
+
+describe('Trusted Signals: each sourceProof is checked against the key its sourceKeyId carries', () => {
+  async function refusalWith(sourcedSignals: Json[]): Promise<{ record: Json; jwks: JwksLike }> {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ets-offline-src-'));
+    dirs.push(dataDir);
+    const ring = await KeyRing.open({ dataDir, mode: 'ed25519' });
+    const record = await new KeyRingSigner(ring).sign({
+      recordType: 'refusal-record',
+      businessTransactionId: '7b1e4c2a-3f5d-4e6a-9b8c-0d1e2f3a4b5c',
+      businessTransactionHash: 'ab'.repeat(32),
+      callerId: 'agent-7',
+      principalId: 'agent-7',
+      action: 'sandbox:echo',
+      policy: { name: 'p', version: '1' },
+      decision: { action: 'reject', reason: 'Invoice too large', requires_override: false, matchedRuleId: 'large' },
+      matchedRuleId: 'large',
+      reason: 'Invoice too large',
+      assessment: {
+        authority: { status: 'VERIFIED', callerId: 'agent-7', principalId: 'agent-7', grant: null },
+        businessValidation: { status: 'VERIFIED', sourcedSignals },
+        execution: { status: 'REFUSED' },
+      },
+      refusedAt: '2025-11-21T12:00:00.000Z',
+    });
+    return { record: record as unknown as Json, jwks: ring.jwks() as JwksLike };
+  }
+  const source = generateKeyPairSync('ed25519');
+  const keyId = `ed25519:${source.publicKey.export({ format: 'jwk' }).x as string}`;
+  const signal = (over: Json = {}, signedValue: unknown = 9000): Json => {
+    const base = { fact: 'invoice.amount', subject: 'inv-42', value: 9000, validUntil: '2025-11-21T12:05:00.000Z', nonce: 'n'.repeat(43), ...over };
+    const proof = nodeSign(null, Buffer.from(canonicalize({ fact: base.fact, subject: base.subject, value: signedValue, validUntil: base.validUntil, nonce: base.nonce })), source.privateKey).toString('base64');
+    return { signal: 'invoiceAmount', source: 'erp', ...base, sourceKeyId: keyId, sourceProof: proof, sourceProofVerified: true, fetchedAt: '2025-11-21T12:00:00.000Z' };
+  };
+
+  it('verifies proofs made by the source, and says which signals were trusted by TLS alone', async () => {
+    const tlsOnly = { ...signal(), signal: 'country', sourceKeyId: null, sourceProof: null, sourceProofVerified: false };
+    const { record, jwks } = await refusalWith([signal(), tlsOnly]);
+    const report = verifyOffline(record, jwks);
+    expect(report.valid).toBe(true);
+    expect(report.checks.find((c) => c.name === 'sourceProofs')).toEqual({ name: 'sourceProofs', ok: true, detail: '1 signed by their source, 1 trusted by TLS alone (no proof)' });
+  });
+
+  it.each<[string, Json]>([
+    ['a value other than the one the source signed', signal({}, 120)],
+    ['another key id', { ...signal(), sourceKeyId: `ed25519:${generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x as string}` }],
+    ['a key id that carries no key', { ...signal(), sourceKeyId: 'erp-2025' }],
+    ['no proof', { ...signal(), sourceProof: null }],
+  ])('fails a Trusted Signal with %s, even under a valid record signature', async (_what, s) => {
+    const { record, jwks } = await refusalWith([s]);
+    const report = verifyOffline(record, jwks);
+    expect(failed(report)).toEqual(['sourceProofs']);
+    expect(report.checks.find((c) => c.name === 'sourceProofs')!.detail).toContain('sourcedSignals[0] (invoiceAmount)');
+  });
+});
+
+describe('runtime manifest and confirmation proof: the other leaves of the transparency log', () => {
+  const hasher = new Sha256Hasher();
+  const pkg = (name: string, kind: 'workspace' | 'dependency', hash: string) => ({ name, version: '1.0.0', path: kind === 'workspace' ? `packages/${name}` : `node_modules/${name}`, kind, files: 3, hash });
+  const runtimeContents: RuntimeContents = {
+    node: { version: 'v20.20.0', v8: '11.3.244.8-node.33', openssl: '3.0.17', platform: 'linux', arch: 'x64' },
+    code: 'built',
+    packages: [pkg('@ets/server', 'workspace', '02'.repeat(32)), pkg('express', 'dependency', '03'.repeat(32))],
+  };
+  const evaluatorContents: EvaluatorContents = { engine: { path: 'packages/domain/dist/policy', files: 9, hash: '04'.repeat(32) }, packages: [pkg('@marcbachmann/cel-js', 'dependency', '07'.repeat(32))] };
+  let jwks: JwksLike;
+  let signer: KeyRingSigner;
+  let proofs: JwsProofSigner;
+  let manifest: Json;
+  let proof: string;
+
+  /** Signs a manifest as the service does at start (spec 9.4): manifestSignature over the hex manifestHash. */
+  const signManifest = async (m: Json): Promise<Json> => {
+    const manifestHash = hasher.contentHash(m);
+    return { manifest: m, manifestHash, manifestSignature: (await signer.signText(manifestHash)).signature };
+  };
+
+  beforeAll(async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ets-offline-'));
+    dirs.push(dataDir);
+    const ring = await KeyRing.open({ dataDir, mode: 'hybrid' });
+    jwks = ring.jwks();
+    signer = new KeyRingSigner(ring);
+    proofs = new JwsProofSigner(ring);
+    const release: ReleaseManifest = {
+      version: 'abc123.20251121T120000Z',
+      runtimeHash: runtimeHashOf(hasher, runtimeContents),
+      evaluatorHash: evaluatorHashOf(hasher, evaluatorContents),
+      evaluatorSemanticHash: '06'.repeat(32),
+      capabilities: ['execute:business-transaction', 'verify:business-transaction', 'runtime-manifest'],
+      supportedSchemaVersions: ['1'],
+    };
+    const keyId = (await signer.signText('x')).keyId;
+    manifest = await signManifest({
+      manifestType: 'runtime-manifest',
+      ...release,
+      releaseManifestHash: releaseManifestHashOf(hasher, release),
+      trustRootVersion: '09'.repeat(32),
+      signerKeyId: keyId,
+      platform: 'node v20.20.0',
+      startedAt: '2025-11-21T12:00:00.000Z',
+      runtimeContents,
+      evaluatorContents,
+    });
+    proof = await proofs.signProof(
+      {
+        executionId: 'ab'.repeat(32),
+        attestationHash: 'cd'.repeat(32),
+        executedAction: { actionType: 'payment', actionId: 'p-1', actionTimestamp: '2025-11-21T12:00:01.000Z', actionDetailsHash: null },
+        matched: true,
+        withinTimeWindow: true,
+        timeWindowSeconds: 300,
+        authorizedAt: '2025-11-21T12:00:00.000Z',
+        confirmedAt: '2025-11-21T12:00:02.000Z',
+        confirmedBy: 'agent-7',
+      },
+      CONFIRMATION_PROOF_TYPE,
+    );
+  });
+
+  it('detects and verifies a signed runtime manifest: signature by manifest.signerKeyId, fields, manifestHash, releaseManifestHash, contents', () => {
+    expect(detectKind(manifest)).toBe('runtime-manifest');
+    const report = verifyOffline(manifest, jwks);
+    expect({ valid: report.valid, failed: failed(report) }).toEqual({ valid: true, failed: [] });
+    expect(report.checks.map((c) => c.name)).toEqual(['signature', 'fields', 'manifestHash', 'releaseManifestHash', 'contents']);
+    expect(report.checks.find((c) => c.name === 'contents')!.detail).toBe('runtimeHash covers 2 packages, built code, node v20.20.0');
+  });
+
+  it('a re-signed runtime manifest whose listed contents do not give its runtimeHash or evaluatorHash fails contents; one that lists none (older) passes', async () => {
+    const m = manifest.manifest as Json;
+    const otherPackages = [{ ...runtimeContents.packages[0]!, hash: '0f'.repeat(32) }];
+    expect(failed(verifyOffline(await signManifest({ ...m, runtimeContents: { ...runtimeContents, packages: otherPackages } }), jwks))).toEqual(['contents']);
+    expect(failed(verifyOffline(await signManifest({ ...m, evaluatorContents: { ...evaluatorContents, packages: otherPackages } }), jwks))).toEqual(['contents']);
+    expect(failed(verifyOffline(await signManifest({ ...m, runtimeContents: { ...runtimeContents, code: 'other' } }), jwks))).toEqual(['fields', 'contents']);
+    const { runtimeContents: _r, evaluatorContents: _e, ...older } = m;
+    const report = verifyOffline(await signManifest(older), jwks);
+    expect({ valid: report.valid, contents: report.checks.find((c) => c.name === 'contents')!.detail }).toEqual({ valid: true, contents: 'the manifest lists no contents (signed before they were recorded)' });
+  });
+
+  it('a runtime manifest fails when any field changes, when a field is removed, or with a JWKS that lacks its key', () => {
+    for (const p of leafPaths(manifest)) {
+      const original = p.reduce<unknown>((node, k) => (node as Record<string | number, unknown>)[k], manifest);
+      const report = verifyOffline(setAt(manifest, p, changed(original)), jwks);
+      // The signature covers manifestHash; manifestHash covers every field of the manifest.
+      const expected = p[0] === 'manifest' ? 'manifestHash' : 'signature';
+      expect({ path: show(p), valid: report.valid, includes: failed(report).includes(expected) }).toEqual({ path: show(p), valid: false, includes: true });
+    }
+    expect(failed(verifyOffline(deleteAt(manifest, ['manifestSignature']), jwks))).toEqual(['signature', 'fields']);
+    // Without manifestHash it is no longer a signed manifest at all.
+    expect(failed(verifyOffline(deleteAt(manifest, ['manifestHash']), jwks))).toEqual(['kind']);
+    expect(failed(verifyOffline(deleteAt(manifest, ['manifest', 'platform']), jwks))).toEqual(expect.arrayContaining(['fields', 'manifestHash']));
+    const none = verifyOffline(manifest, { keys: [] });
+    expect(none.checks.find((c) => c.name === 'signature')!.detail).toMatch(/^manifestSignature: keyId: unknown key /);
+  });
+
+  it('a re-signed runtime manifest whose release fields changed fails releaseManifestHash', async () => {
+    const resigned = await signManifest({ ...(manifest.manifest as Json), capabilities: ['evaluate'] });
+    expect(failed(verifyOffline(resigned, jwks))).toEqual(['releaseManifestHash']);
+    const foreignType = await signManifest({ ...(manifest.manifest as Json), manifestType: 'other' });
+    expect(failed(verifyOffline(foreignType, jwks))).toEqual(['fields']);
+  });
+
+  it('unwraps the flat manifest GET /runtime/manifest serves into the signed one', () => {
+    const { manifestHash, manifestSignature } = manifest;
+    const served = { ...(manifest.manifest as Json), manifestHash, manifestSignature };
+    const { record } = unwrapServedRecord(served);
+    expect(record).toEqual(manifest);
+    expect(verifyOffline(record, jwks).valid).toBe(true);
+  });
+
+  it('detects and verifies a confirmation proof (a compact JWS): signature by the kid, header, claims', () => {
+    expect(detectKind(proof)).toBe('confirmation-proof');
+    const report = verifyOffline(proof, jwks);
+    expect({ valid: report.valid, failed: failed(report) }).toEqual({ valid: true, failed: [] });
+    expect(report.checks.map((c) => c.name)).toEqual(['signature', 'header', 'fields']);
+    expect(unwrapServedRecord({ matched: true, executionId: 'x', withinTimeWindow: true, proof, reasons: [] })).toEqual({ record: proof, from: 'proof' });
+    expect(unwrapServedRecord({ record: proof, transparency: { leafIndex: 1 } })).toEqual({ record: proof, from: 'record', transparency: { leafIndex: 1 } });
+  });
+
+  it('a confirmation proof fails when its claims, header or signature change, or with a JWKS that lacks its key', async () => {
+    const [h, p, s] = proof.split('.') as [string, string, string];
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8')) as Json;
+    const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as Json;
+    expect(failed(verifyOffline(`${h}.${b64({ ...claims, matched: false })}.${s}`, jwks))).toEqual(['signature']);
+    expect(failed(verifyOffline(`${b64({ ...header, typ: 'JWT' })}.${p}.${s}`, jwks))).toEqual(['signature', 'header']);
+    expect(failed(verifyOffline(`${h}.${p}.${s.slice(0, -2)}AA`, jwks))).toEqual(['signature']);
+    expect(failed(verifyOffline(`${b64({ ...header, alg: 'none' })}.${p}.${s}`, jwks))).toEqual(['signature', 'header']);
+    expect(failed(verifyOffline(`${h}.${p}.${s}`, { keys: [] }))).toEqual(['signature']);
+    // Signed, but not a confirmation proof's claims: fields names what is missing.
+    const other = await proofs.signProof({ executionId: 'x' }, CONFIRMATION_PROOF_TYPE);
+    const report = verifyOffline(other, jwks);
+    expect(failed(report)).toEqual(['fields']);
+    expect(report.checks.find((c) => c.name === 'fields')!.detail).toMatch(/claims\.matched: missing/);
+    expect(detectKind('a.b')).toBe('unknown');
+    expect(failed(verifyOffline('x.y.z', jwks))).toEqual(['signature', 'header', 'fields']);
+  });
+
+  it('a proof passed beside either proves H(C(the record as stored)): the JWS string, the manifest object', () => {
+    // No checkpoint here (transparency-offline.test.ts covers proofs); a malformed one fails inclusion only.
+    expect(failed(verifyOffline(proof, jwks, { transparency: { leafIndex: 0 } }))).toEqual(['inclusion']);
+    expect(failed(verifyOffline(manifest, jwks, { transparency: { leafIndex: 0 } }))).toEqual(['inclusion']);
   });
 });

@@ -1,0 +1,39 @@
+/** The service's side of source proofs: key ids from registered PEM keys, and checks on Node's crypto. */
+import type { SourceProofVerifier } from '@ets/domain';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { nodeVerifyCrypto } from './node-verify-crypto.js';
+import { SOURCE_KEY_ID_PREFIX, sourceKeyBytes, verifySourceProofWith } from './source-proof-check.js';
+import { parseEd25519PublicKeyPem } from './step-up.js';
+
+export { SOURCE_KEY_ID_PREFIX, sourceProofStatement } from './source-proof-check.js';
+
+/** The key id of an Ed25519 public key in SPKI PEM form, or undefined when the text is not one. */
+export function sourceKeyIdOf(publicKeyPem: string): string | undefined {
+  const key = parseEd25519PublicKeyPem(publicKeyPem);
+  const x = key?.export({ format: 'jwk' }).x;
+  return typeof x === 'string' ? `${SOURCE_KEY_ID_PREFIX}${x}` : undefined;
+}
+
+/** The public key a source key id carries, or undefined when it is not one. */
+export function sourceKeyOf(keyId: unknown): KeyObject | undefined {
+  if (!sourceKeyBytes(keyId)) return undefined;
+  try {
+    return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: (keyId as string).slice(SOURCE_KEY_ID_PREFIX.length) }, format: 'jwk' });
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `proof` verifies with the key `keyId` over the canonical statement. Never throws. */
+export const verifySourceProof = (keyId: unknown, statement: unknown, proof: unknown): boolean =>
+  verifySourceProofWith(nodeVerifyCrypto, keyId, statement, proof);
+
+export class Ed25519SourceProofs implements SourceProofVerifier {
+  keyIdOf(publicKeyPem: string): string | undefined {
+    return sourceKeyIdOf(publicKeyPem);
+  }
+
+  verify(keyId: string, statement: unknown, proof: string): boolean {
+    return verifySourceProof(keyId, statement, proof);
+  }
+}
