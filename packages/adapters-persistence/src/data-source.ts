@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from './migrations/index.js';
 import { ENTITY_SCHEMAS } from './entities/index.js';
+import { reportUnobtainableConnections } from './storage-unavailable.js';
 
 export type StorageTarget =
   | { kind: 'sqlite'; file: string }
@@ -23,9 +24,11 @@ export function redactUrl(url: string): string {
 /**
  * One migration list and one set of entity schemas serve both databases. SQLite runs in WAL mode
  * with synchronous=FULL so that a commit is durable when it returns (the evidence guarantees of the
- * execution pipeline depend on it).
+ * execution pipeline depend on it). `readOnly` opens it for reading only (SQLite read-only, PostgreSQL
+ * read-only transactions), for tools that run beside the server. On PostgreSQL a connection that
+ * cannot be had in time is a typed error (storage-unavailable.ts).
  */
-export function createDataSource(target: StorageTarget): DataSource {
+export function createDataSource(target: StorageTarget, options: { readOnly?: boolean } = {}): DataSource {
   const common = {
     entities: ENTITY_SCHEMAS,
     migrations: MIGRATIONS,
@@ -34,6 +37,19 @@ export function createDataSource(target: StorageTarget): DataSource {
     synchronize: false,
     logging: false,
   };
+  if (target.kind === 'sqlite' && options.readOnly) {
+    // A reader beside a running server (`ets export`): no journal-mode switch, nothing written.
+    return new DataSource({ ...common, type: 'better-sqlite3', database: target.file, readonly: true, fileMustExist: true, timeout: 10000 });
+  }
+  if (target.kind === 'postgres' && options.readOnly) {
+    return reportUnobtainableConnections(new DataSource({
+      ...common,
+      type: 'postgres',
+      url: target.url,
+      poolSize: 2,
+      extra: { connectionTimeoutMillis: 5000, options: '-c default_transaction_read_only=on' },
+    }));
+  }
   if (target.kind === 'sqlite') {
     return new DataSource({
       ...common,
@@ -47,13 +63,14 @@ export function createDataSource(target: StorageTarget): DataSource {
       },
     });
   }
-  return new DataSource({
+  // A connection not had within 5 s is 503 STORAGE_UNAVAILABLE (storage-unavailable.ts).
+  return reportUnobtainableConnections(new DataSource({
     ...common,
     type: 'postgres',
     url: target.url,
     poolSize: 20,
     extra: { connectionTimeoutMillis: 5000 },
-  });
+  }));
 }
 
 /** Advisory-lock key that serialises migration runs of several instances sharing one PostgreSQL. */

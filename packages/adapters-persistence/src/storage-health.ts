@@ -22,3 +22,9 @@ export class TypeOrmStorageHealth implements StorageHealth {
     }
   }
 }
+
+/** How many execution intents are in each state (the metrics' gauge, read at scrape time). */
+export async function countIntentsByState(ds: DataSource): Promise<Record<string, number>> {
+  const rows = (await ds.query('SELECT state, COUNT(*) AS n FROM execution_intents GROUP BY state')) as { state: string; n: number | string }[];
+  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+}

@@ -1,7 +1,7 @@
 import { EntitySchema } from 'typeorm';
 
 /**
- * Tables of the execution pipeline (migrations 0001 and 0004). The store queries them with plain
+ * Tables of the execution pipeline (migrations 0001, 0004 and 0013). The store queries them with plain
  * parameterised SQL on its hot path; these mappings describe the same columns for the ORM.
  */
 export interface ExecutionIntentRow {
@@ -16,6 +16,8 @@ export interface ExecutionIntentRow {
   releaseContext: string | null;
   createdAt: string;
   updatedAt: string;
+  /** Until when the request that prepared it may still release it (not resolvable before); null: not in flight. */
+  inFlightUntil: string | null;
 }
 
 export const ExecutionIntentEntity = new EntitySchema<ExecutionIntentRow>({
@@ -30,6 +32,7 @@ export const ExecutionIntentEntity = new EntitySchema<ExecutionIntentRow>({
     releaseContext: { name: 'release_context', type: 'text', nullable: true },
     createdAt: { name: 'created_at', type: 'varchar', length: 32 },
     updatedAt: { name: 'updated_at', type: 'varchar', length: 32 },
+    inFlightUntil: { name: 'in_flight_until', type: 'varchar', length: 32, nullable: true },
   },
 });
 
@@ -64,10 +67,21 @@ const recordColumns = {
   createdAt: { name: 'created_at', type: 'varchar', length: 32 },
 } as const;
 
-export const TrustRecordEntity = new EntitySchema<SignedRecordRow>({
+export interface TrustRecordRow extends SignedRecordRow {
+  /** The claim's caller (reads are scoped by it). */
+  callerId: string | null;
+  /** 1, 2, 3, … in the order the record joined the deployment's chain; null without executions. */
+  chainPosition: string | null;
+}
+
+export const TrustRecordEntity = new EntitySchema<TrustRecordRow>({
   name: 'TrustRecord',
   tableName: 'trust_records',
-  columns: recordColumns,
+  columns: {
+    ...recordColumns,
+    callerId: { name: 'caller_id', type: 'varchar', length: 256, nullable: true },
+    chainPosition: { name: 'chain_position', type: 'bigint', nullable: true },
+  },
 });
 
 export const RefusalRecordEntity = new EntitySchema<SignedRecordRow>({
@@ -79,6 +93,8 @@ export const RefusalRecordEntity = new EntitySchema<SignedRecordRow>({
 export interface ExecutionChainRow {
   id: number;
   headHash: string | null;
+  /** The head's chain position (0 before the first execution). */
+  headPosition: string;
   updatedAt: string;
 }
 
@@ -88,6 +104,7 @@ export const ExecutionChainEntity = new EntitySchema<ExecutionChainRow>({
   columns: {
     id: { name: 'id', type: 'integer', primary: true },
     headHash: { name: 'head_hash', type: 'varchar', length: 64, nullable: true },
+    headPosition: { name: 'head_position', type: 'bigint', default: 0 },
     updatedAt: { name: 'updated_at', type: 'varchar', length: 32 },
   },
 });

@@ -3,6 +3,26 @@ import { Identity1763683300000 } from './0002-identity.js';
 import { Governance1763683400000 } from './0003-governance.js';
 import { Execution1763683500000 } from './0004-execution.js';
 import { Verification1763683600000 } from './0005-verification.js';
+import { GovernanceApplyClaim1763683700000 } from './0006-governance-apply-claim.js';
+import { Attestation1763683900000 } from './0008-attestation.js';
+import { ExternalConnectors1763684000000 } from './0009-external-connectors.js';
+import { SigningProviders1763684300000 } from './0012-signing-providers.js';
+import { ReadScopeChainOrderInFlight1763684400000 } from './0013-read-scope-chain-order-in-flight.js';
+import { BusinessValidation1763684500000 } from './0014-business-validation.js';
+import { TransparencyLog1763684700000 } from './0016-transparency-log.js';
 
 /** Every migration, in order. New features append here; an applied migration never changes. */
-export const MIGRATIONS = [Platform1763683200000, Identity1763683300000, Governance1763683400000, Execution1763683500000, Verification1763683600000];
+export const MIGRATIONS = [
+  Platform1763683200000,
+  Identity1763683300000,
+  Governance1763683400000,
+  Execution1763683500000,
+  Verification1763683600000,
+  GovernanceApplyClaim1763683700000,
+  Attestation1763683900000,
+  ExternalConnectors1763684000000,
+  SigningProviders1763684300000,
+  ReadScopeChainOrderInFlight1763684400000,
+  BusinessValidation1763684500000,
+  TransparencyLog1763684700000,
+];

@@ -1,39 +1,67 @@
 import type { DataSource } from 'typeorm';
+import { canonicalJsonOf } from '@ets/adapters-crypto';
 import type { AuditEvent, AuditEventStore, Signed } from '@ets/domain';
-import { BatchWriter } from '../batch-writer.js';
-import { writerOf } from './sqlite-writer.js';
-import { AuditEventEntity, type AuditEventRow } from '../entities/index.js';
+import { appendToLog, type LoggedRecord } from '../transparency/log-in-transaction.js';
+import type { Run } from './sqlite-writer.js';
+import { storeBulk } from './store-transaction.js';
+import type { BulkWork } from './pg-group-commit.js';
+import { toPg } from './sql.js';
+import { AuditEventEntity } from '../entities/index.js';
 
-/** Audit events, appended with group commit (authentication is audited on every keyed request). */
+export const AUDIT_EVENT_COLUMNS = 'audit_events (event_id, kind, caller_id, occurred_at, body)';
+const INSERT = `INSERT INTO ${AUDIT_EVENT_COLUMNS} VALUES (?, ?, ?, ?, ?)`;
+const INSERT_PG = toPg(INSERT);
+
+/** An audit event as a row (the parameters of AUDIT_EVENT_COLUMNS, in order) and as a log leaf. */
+export function auditEventRow(event: Signed<AuditEvent>): { params: unknown[]; logged: LoggedRecord } {
+  const body = canonicalJsonOf(event);
+  return {
+    params: [event.eventId, event.kind, event.callerId, event.occurredAt, body],
+    logged: { kind: 'audit-event', id: event.eventId, body, canonical: true },
+  };
+}
+
+/** Inside another store's transaction (the record a request writes carries its authentication event). */
+export async function insertAuditEvent(run: Run, pg: boolean, event: Signed<AuditEvent>): Promise<LoggedRecord> {
+  const { params, logged } = auditEventRow(event);
+  await run(pg ? INSERT_PG : INSERT, params);
+  return logged;
+}
+
+/** Audit events written by a group commit: on PostgreSQL one statement for the batch's events. */
+const eventsWrite = (pg: boolean): BulkWork<Signed<AuditEvent>, void> => ({
+  key: 'audit-events',
+  rank: 'claim',
+  async write(run, events) {
+    const rows = events.map(auditEventRow);
+    if (pg) {
+      await run(`INSERT INTO ${AUDIT_EVENT_COLUMNS} SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])`, [0, 1, 2, 3, 4].map((c) => rows.map((r) => r.params[c] as string | null)));
+    } else {
+      for (const r of rows) await run(INSERT, r.params);
+    }
+    appendToLog(run, rows.map((r) => r.logged));
+    return events.map(() => ({ ok: true, value: undefined }));
+  },
+});
+const PG_EVENTS = eventsWrite(true);
+const SQLITE_EVENTS = eventsWrite(false);
+
+/**
+ * Audit events (authentication is audited on every keyed request), each a leaf of the
+ * transparency log appended in the same commit, written by the store's group commit together with
+ * the pipeline's intents and records (on PostgreSQL one statement for all the events of a batch).
+ * The authentication event of an execution is usually not written here at all: the commit of the
+ * request's first record carries it (ExecutionStore).
+ */
 export class TypeOrmAuditEventStore implements AuditEventStore {
-  private readonly writer: BatchWriter<AuditEventRow>;
+  private readonly pg: boolean;
 
   constructor(private readonly ds: DataSource) {
-    // 200 rows x 5 parameters stays well under SQLite's and PostgreSQL's bind-parameter limits.
-    this.writer = new BatchWriter((rows) => this.insert(rows), 200);
+    this.pg = ds.options.type === 'postgres';
   }
 
   append(event: Signed<AuditEvent>): Promise<void> {
-    return this.writer.add({
-      eventId: event.eventId,
-      kind: event.kind,
-      callerId: event.callerId,
-      occurredAt: event.occurredAt,
-      body: JSON.stringify(event),
-    });
-  }
-
-  private async insert(rows: AuditEventRow[]): Promise<void> {
-    if (this.ds.options.type === 'postgres') {
-      await this.ds.createQueryBuilder().insert().into(AuditEventEntity).values(rows).execute();
-      return;
-    }
-    // SQLite: through the single writer, never as a bare statement (on the shared connection it
-    // would join another store's open transaction and vanish with its rollback). As an ordinary
-    // job it shares the group commit (one fsync) with the execution pipeline's transactions.
-    const values = rows.map(() => '(?, ?, ?, ?, ?)').join(', ');
-    const params = rows.flatMap((r) => [r.eventId, r.kind, r.callerId, r.occurredAt, r.body]);
-    await writerOf(this.ds).statement(`INSERT INTO audit_events (event_id, kind, caller_id, occurred_at, body) VALUES ${values}`, params);
+    return storeBulk(this.ds, this.pg ? PG_EVENTS : SQLITE_EVENTS, event);
   }
 
   async list(query: { callerId?: string; limit: number; before?: string; kind?: AuditEvent['kind'] }): Promise<Signed<AuditEvent>[]> {

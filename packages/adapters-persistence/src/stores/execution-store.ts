@@ -1,19 +1,36 @@
-import type { DataSource, QueryResult, QueryRunner } from 'typeorm';
-import { ignore, SerialQueue, writerOf, type Run } from './sqlite-writer.js';
+import type { DataSource } from 'typeorm';
+import { canonicalJsonOf } from '@ets/adapters-crypto';
+import { appendToLog, type LoggedRecord } from '../transparency/log-in-transaction.js';
+import { SqliteStatements, writerOf, type Run, type RunResult } from './sqlite-writer.js';
+import { storeBulk, storeTransaction, transactionState, type StoreTransactionOptions } from './store-transaction.js';
+import type { BulkOutcome, BulkWork } from './pg-group-commit.js';
+
+/** The execution chain's head as a PostgreSQL batch holds it (see transactionState). */
+const CHAIN_HEAD = 'execution-chain-head';
+import { AUDIT_EVENT_COLUMNS, auditEventRow, insertAuditEvent } from './audit-event-store.js';
+import { claimedBy, inScope, placeholders, toPg, where } from './sql.js';
 
 export { withSqliteWriteLock } from './sqlite-writer.js';
 import {
   DuplicateTransactionError,
+  INTENT_IN_FLIGHT_LEASE_MS,
+  type AuthEvent,
   type ChainHead,
+  type CompletedRelease,
+  type Signed,
   type ExecutionStore,
   type IntentResolution,
   type IntentState,
   type IntentStatus,
   type Page,
+  type ReadScope,
   type ReleaseContext,
+  type ResolveOutcome,
   type SignedIntent,
   type SignedRefusal,
   type SignedTrustRecord,
+  type StoredIntent,
+  type TextPage,
   type TransactionClaim,
 } from '@ets/domain';
 
@@ -32,28 +49,17 @@ export class IntentStateConflictError extends Error {
 }
 
 /**
- * PostgreSQL: the chain row lock admits one finalize at a time anyway, so a process lines its own
- * finalizes up in memory and lets one at a time wait on the database lock, instead of parking up
- * to a whole pool of connections on it (which would starve every other query of the process).
+ * How many stored records a page of `GET /trust-records` holds in memory at once: the page's ids
+ * are read first, then the bodies this many at a time, as the response is written.
  */
-const pgFinalizeQueues = new WeakMap<DataSource, SerialQueue>();
-const finalizeQueueOf = (ds: DataSource): SerialQueue => {
-  let queue = pgFinalizeQueues.get(ds);
-  if (!queue) pgFinalizeQueues.set(ds, (queue = new SerialQueue()));
-  return queue;
-};
-
-/** `?` placeholders to PostgreSQL's `$n`. */
-const toPg = (sql: string): string => {
-  let n = 0;
-  return sql.replace(/\?/g, () => `$${++n}`);
-};
+export const RECORD_TEXT_BATCH = 4;
 
 interface IntentRow {
   state: IntentState;
   intent: string;
   status_detail: string | null;
   updated_at: string;
+  in_flight_until: string | null;
 }
 interface ClaimRow {
   business_transaction_id: string;
@@ -65,139 +71,346 @@ interface ClaimRow {
 const CLAIM_INSERT =
   'INSERT INTO business_transactions (business_transaction_id, caller_id, outcome, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
 const RECORD_COLUMNS = '(business_transaction_id, body, created_at)';
-const INTENT_COLUMNS = '(business_transaction_id, caller_id, state, intent, created_at, updated_at)';
+const TRUST_RECORD_COLUMNS = '(business_transaction_id, caller_id, body, created_at)';
+const INTENT_COLUMNS = '(business_transaction_id, caller_id, state, intent, created_at, updated_at, in_flight_until)';
 
 /**
- * PostgreSQL claims a transaction and stores its record in ONE statement (one round trip, atomic):
- * the claim insert skips on conflict (waiting for a concurrent claimer of the same id to commit or
- * roll back), and the record is inserted only from the claim it returned; no row affected means
- * the id was already claimed.
+ * PostgreSQL claims the transactions of a whole batch and stores their records in ONE statement
+ * (one round trip, atomic): the rows come in as arrays (`unnest`), the claims skip ids already
+ * claimed (waiting for a concurrent claimer of the same id to commit or roll back), and a record,
+ * and the request's authentication event if it carries one, is inserted only for a claim made. The
+ * ids it returns are the claims made; any other id was already claimed. `extra` names the record's
+ * own values after the claim's four, as `select` uses them.
  */
-const pgClaimAnd = (table: string, columns: string, select: string): string =>
-  `WITH c AS (${toPg(CLAIM_INSERT)} RETURNING business_transaction_id) INSERT INTO ${table} ${columns} SELECT ${select} FROM c`;
+const pgClaimBulk = (table: string, columns: string, select: string, extra: string[]): string => {
+  const names = ['id', 'caller_id', 'outcome', 'created_at', ...extra, 'ev_id', 'ev_kind', 'ev_caller', 'ev_at', 'ev_body'];
+  return `WITH input AS (SELECT * FROM unnest(${names.map((_, i) => `$${i + 1}::text[]`).join(', ')}) AS t(${names.join(', ')})),
+    c AS (INSERT INTO business_transactions (business_transaction_id, caller_id, outcome, created_at)
+          SELECT id, caller_id, outcome, created_at FROM input ON CONFLICT DO NOTHING RETURNING business_transaction_id AS id),
+    a AS (INSERT INTO ${AUDIT_EVENT_COLUMNS} SELECT ev_id, ev_kind, ev_caller, ev_at, ev_body FROM input JOIN c USING (id) WHERE ev_id IS NOT NULL)
+    INSERT INTO ${table} ${columns} SELECT ${select} FROM input JOIN c USING (id) RETURNING business_transaction_id`;
+};
+
+/** One claim of a bulk claim write: the claim, the record (SQLite: its insert; PostgreSQL: its values), its leaf, the request's event. */
+interface ClaimItem {
+  claim: TransactionClaim;
+  sqlite: [sql: string, params: unknown[]];
+  values: unknown[];
+  logged: LoggedRecord;
+  audit?: Signed<AuthEvent>;
+}
+
+/** Claims of one kind of record (refusals, records, intents), written together by a group commit. */
+class ClaimWrite implements BulkWork<ClaimItem, void> {
+  readonly rank = 'claim' as const;
+
+  constructor(
+    readonly key: string,
+    private readonly pg: boolean,
+    private readonly pgSql: string,
+  ) {}
+
+  async write(run: Run, items: readonly ClaimItem[]): Promise<BulkOutcome<void>[]> {
+    if (!this.pg) return Promise.all(items.map((item) => this.writeSqlite(run, item)));
+    // An id twice in one batch: the first is written, the second is a duplicate of it.
+    const first = new Map<string, ClaimItem>();
+    for (const item of items) if (!first.has(item.claim.businessTransactionId)) first.set(item.claim.businessTransactionId, item);
+    // In id order: two batches claiming the same ids (two instances, or two batches in flight)
+    // then take the rows' locks in the same order and never wait for each other in a circle.
+    const rows = [...first.values()].sort((a, b) => (a.claim.businessTransactionId < b.claim.businessTransactionId ? -1 : 1)).map((item) => {
+      const { claim } = item;
+      const event = item.audit && auditEventRow(item.audit).params;
+      return [claim.businessTransactionId, claim.callerId, claim.outcome, claim.createdAt, ...item.values, ...(event ?? [null, null, null, null, null])];
+    });
+    const columns = rows[0]!.map((_, c) => rows.map((r) => (r[c] === null || r[c] === undefined ? null : String(r[c]))));
+    const claimed = new Set(((await run(this.pgSql, columns)).records as { business_transaction_id: string }[]).map((r) => r.business_transaction_id));
+    return items.map((item) => {
+      const id = item.claim.businessTransactionId;
+      if (first.get(id) !== item || !claimed.has(id)) return { ok: false, error: new DuplicateTransactionError(id) };
+      appendToLog(run, item.audit ? [auditEventRow(item.audit).logged, item.logged] : [item.logged]);
+      return { ok: true, value: undefined };
+    });
+  }
+
+  /** SQLite: the claim (skipped on conflict), then the record and the event, under BEGIN IMMEDIATE. */
+  private async writeSqlite(run: Run, item: ClaimItem): Promise<BulkOutcome<void>> {
+    const { claim } = item;
+    const c = await run(CLAIM_INSERT, [claim.businessTransactionId, claim.callerId, claim.outcome, claim.createdAt]);
+    if (c.affected !== 1) return { ok: false, error: new DuplicateTransactionError(claim.businessTransactionId) };
+    await run(item.sqlite[0], item.sqlite[1]);
+    const logged = item.audit ? [await insertAuditEvent(run, false, item.audit), item.logged] : [item.logged];
+    appendToLog(run, logged);
+    return { ok: true, value: undefined };
+  }
+}
 
 const SQL = {
   sqlite: {
     claim: CLAIM_INSERT,
     refusal: `INSERT INTO refusal_records ${RECORD_COLUMNS} VALUES (?, ?, ?)`,
-    record: `INSERT INTO trust_records ${RECORD_COLUMNS} VALUES (?, ?, ?)`,
-    intent: `INSERT INTO execution_intents ${INTENT_COLUMNS} VALUES (?, ?, 'PREPARED', ?, ?, ?)`,
+    record: `INSERT INTO trust_records ${TRUST_RECORD_COLUMNS} VALUES (?, ?, ?, ?)`,
+    intent: `INSERT INTO execution_intents ${INTENT_COLUMNS} VALUES (?, ?, 'PREPARED', ?, ?, ?, ?)`,
     // Under BEGIN IMMEDIATE the write lock is already held: this read is the chain lock.
     finalizeRead:
-      'SELECT i.state AS state, c.head_hash AS head_hash FROM execution_intents i, execution_chain c WHERE i.business_transaction_id = ? AND c.id = 1',
+      'SELECT i.state AS state, c.head_hash AS head_hash, c.head_position AS head_position FROM execution_intents i, execution_chain c WHERE i.business_transaction_id = ? AND c.id = 1',
     finalizeState:
       "UPDATE execution_intents SET state = 'FINALIZED', release_context = NULL, updated_at = ? WHERE business_transaction_id = ? AND state = 'RELEASED'",
-    finalizeHead: 'UPDATE execution_chain SET head_hash = ?, updated_at = ? WHERE id = 1',
+    // completeRelease: straight from PREPARED (the request's lease ends with it).
+    completeState:
+      "UPDATE execution_intents SET state = 'FINALIZED', release_context = NULL, in_flight_until = NULL, updated_at = ? WHERE business_transaction_id = ? AND state = 'PREPARED'",
+    // params: body, at, position, id. The record's caller is its claim's.
+    finalizeRecord:
+      'INSERT INTO trust_records (business_transaction_id, caller_id, body, created_at, chain_position) SELECT business_transaction_id, caller_id, ?, ?, ? FROM business_transactions WHERE business_transaction_id = ?',
+    finalizeHead: 'UPDATE execution_chain SET head_hash = ?, head_position = ?, updated_at = ? WHERE id = 1',
     finalizeClaim: "UPDATE business_transactions SET outcome = 'EXECUTED' WHERE business_transaction_id = ?",
-    resolveRead: 'SELECT state, status_detail FROM execution_intents WHERE business_transaction_id = ?',
+    resolveRead: 'SELECT state, status_detail, in_flight_until FROM execution_intents WHERE business_transaction_id = ?',
   },
   pg: {
-    // params: id, callerId, outcome, createdAt, body
-    refusal: pgClaimAnd('refusal_records', RECORD_COLUMNS, 'business_transaction_id, $5, $4'),
-    record: pgClaimAnd('trust_records', RECORD_COLUMNS, 'business_transaction_id, $5, $4'),
-    // params: id, callerId, outcome, createdAt, intent, at
-    intent: pgClaimAnd('execution_intents', INTENT_COLUMNS, "business_transaction_id, $2, 'PREPARED', $5, $6, $6"),
+    // Bulk claims: the claim's four, the record's own values, the event's five (see pgClaimBulk).
+    refusal: pgClaimBulk('refusal_records', RECORD_COLUMNS, 'id, body, created_at', ['body']),
+    record: pgClaimBulk('trust_records', TRUST_RECORD_COLUMNS, 'id, caller_id, body, created_at', ['body']),
+    intent: pgClaimBulk('execution_intents', INTENT_COLUMNS, "id, caller_id, 'PREPARED', body, at, at, until", ['body', 'at', 'until']),
     // The state move is the intent's row lock and the RELEASED check; the chain row is locked
     // after it (always in this order, so finalizers never deadlock) and only when the move happened.
     finalizeLock: `WITH u AS (UPDATE execution_intents SET state = 'FINALIZED', release_context = NULL, updated_at = $2
         WHERE business_transaction_id = $1 AND state = 'RELEASED' RETURNING 1)
-      SELECT head_hash FROM execution_chain WHERE id = 1 AND EXISTS (SELECT 1 FROM u) FOR UPDATE`,
-    // params: id, body, at, newHead
-    finalizeWrite: `WITH r AS (INSERT INTO trust_records ${RECORD_COLUMNS} VALUES ($1, $2, $3)),
+      SELECT head_hash, head_position FROM execution_chain WHERE id = 1 AND EXISTS (SELECT 1 FROM u) FOR UPDATE`,
+    // params: id, body, at, newHead, position. The record's caller is its claim's.
+    finalizeWrite: `WITH r AS (INSERT INTO trust_records (business_transaction_id, caller_id, body, created_at, chain_position)
+          SELECT business_transaction_id, caller_id, $2, $3, $5 FROM business_transactions WHERE business_transaction_id = $1),
         c AS (UPDATE business_transactions SET outcome = 'EXECUTED' WHERE business_transaction_id = $1)
-      UPDATE execution_chain SET head_hash = $4, updated_at = $3 WHERE id = 1`,
-    resolveRead: 'SELECT state, status_detail FROM execution_intents WHERE business_transaction_id = $1 FOR UPDATE',
+      UPDATE execution_chain SET head_hash = $4, head_position = $5, updated_at = $3 WHERE id = 1`,
+    resolveRead: 'SELECT state, status_detail, in_flight_until FROM execution_intents WHERE business_transaction_id = $1 FOR UPDATE',
+    // The chain's lock, taken once per group commit (later jobs of the batch already hold it).
+    chainLock: 'SELECT head_hash, head_position FROM execution_chain WHERE id = 1 FOR UPDATE',
+    // params: ids, bodies, ats, positions (arrays), then the new head, its position, the time.
+    // PREPARED -> FINALIZED, the records, the claims and the chain's head in one statement.
+    releaseWrite: `WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS t(id, body, at, pos)),
+        u AS (UPDATE execution_intents i SET state = 'FINALIZED', release_context = NULL, in_flight_until = NULL, updated_at = input.at
+          FROM input WHERE i.business_transaction_id = input.id AND i.state = 'PREPARED' RETURNING 1),
+        r AS (INSERT INTO trust_records (business_transaction_id, caller_id, body, created_at, chain_position)
+          SELECT b.business_transaction_id, b.caller_id, input.body, input.at, input.pos FROM input JOIN business_transactions b ON b.business_transaction_id = input.id),
+        c AS (UPDATE business_transactions b SET outcome = 'EXECUTED' FROM input WHERE b.business_transaction_id = input.id),
+        h AS (UPDATE execution_chain SET head_hash = $5, head_position = $6, updated_at = $7 WHERE id = 1)
+      SELECT COUNT(*) AS moved FROM u`,
   },
 };
 
+/** One release of a bulk release write (ExecutionStore.completeRelease). */
+interface ReleaseItem {
+  id: string;
+  context: ReleaseContext;
+  build: (head: ChainHead) => Promise<SignedTrustRecord>;
+  at: string;
+}
+
+type WriteRecordSqlite = (run: Run, id: string, record: SignedTrustRecord, head: ChainHead, position: number, at: string) => Promise<void>;
+
+/**
+ * The releases of a batch and their Trust Records, linked one after another into the chain. On
+ * PostgreSQL the whole batch costs two round trips however many releases it holds: the chain's
+ * head (locked once per batch), and one statement that moves every intent to FINALIZED and stores
+ * every record, claim and the new head. The records are built (and signed) one after another in
+ * between, each linked to the one before.
+ */
+class ReleaseWrite implements BulkWork<ReleaseItem, CompletedRelease> {
+  readonly key = 'complete-release';
+  readonly rank = 'chain' as const;
+
+  constructor(
+    private readonly pg: boolean,
+    private readonly writeRecordSqlite: WriteRecordSqlite,
+    private readonly q: CommonSql,
+  ) {}
+
+  /** A record that cannot be built leaves the release recorded with its context (RELEASED). */
+  private async keepContext(run: Run, item: ReleaseItem, buildError: unknown): Promise<BulkOutcome<CompletedRelease>> {
+    if ((await run(this.q.markReleased, [JSON.stringify(item.context), item.at, item.id])).affected !== 1) {
+      return { ok: false, error: new IntentStateConflictError(item.id, 'RELEASED') };
+    }
+    return { ok: true, value: { record: undefined, buildError } };
+  }
+
+  async write(run: Run, items: readonly ReleaseItem[]): Promise<BulkOutcome<CompletedRelease>[]> {
+    if (!this.pg) return Promise.all(items.map((item) => this.writeSqlite(run, item)));
+    // The chain's row is locked by the batch's first release and stays locked until COMMIT.
+    const state = transactionState(run);
+    let head = state.get(CHAIN_HEAD) as { hash: string | null; position: number } | undefined;
+    if (!head) {
+      const [row] = (await run(SQL.pg.chainLock, [])).records as { head_hash: string | null; head_position: string | number }[];
+      head = { hash: row!.head_hash, position: Number(row!.head_position) };
+    }
+    // No read of the intents' states first (a round trip): each is a request's own intent, PREPARED
+    // until this write; the write moves only PREPARED ones and the batch is not committed unless it
+    // moved every one (then each is written again alone, and the one not PREPARED fails alone).
+    const outcomes: (BulkOutcome<CompletedRelease> | undefined)[] = [];
+    const kept: [ReleaseItem, number, unknown][] = [];
+    const written: { item: ReleaseItem; record: SignedTrustRecord; body: string; position: number; index: number }[] = [];
+    const seen = new Set<string>();
+    for (const [index, item] of items.entries()) {
+      if (seen.has(item.id)) {
+        outcomes[index] = { ok: false, error: new IntentStateConflictError(item.id, 'RELEASED') };
+        continue;
+      }
+      seen.add(item.id);
+      let record: SignedTrustRecord;
+      let newHead: string;
+      try {
+        record = await item.build({ chainHash: head.hash });
+      } catch (e) {
+        kept.push([item, index, e]);
+        continue;
+      }
+      try {
+        newHead = newHeadOf(record, { chainHash: head.hash }, item.id);
+      } catch (e) {
+        outcomes[index] = { ok: false, error: e };
+        continue;
+      }
+      head = { hash: newHead, position: head.position + 1 };
+      written.push({ item, record, body: canonicalJsonOf(record), position: head.position, index });
+    }
+    if (written.length > 0) {
+      const [row] = (
+        await run(SQL.pg.releaseWrite, [
+          written.map((w) => w.item.id),
+          written.map((w) => w.body),
+          written.map((w) => w.item.at),
+          written.map((w) => w.position),
+          head.hash,
+          head.position,
+          written.at(-1)!.item.at,
+        ])
+      ).records as { moved: string | number }[];
+      // Every one moves, or nothing of this is committed: one release alone fails as the intent's
+      // state conflict; several are then written again one by one, so only that one fails.
+      if (Number(row?.moved) !== written.length) {
+        if (written.length === 1) throw new IntentStateConflictError(written[0]!.item.id, 'RELEASED');
+        throw new Error(`completeRelease: ${String(row?.moved)} of ${written.length} intents were PREPARED`);
+      }
+      state.set(CHAIN_HEAD, head);
+      for (const w of written) {
+        appendToLog(run, [{ kind: 'trust-record', id: w.item.id, body: w.body, canonical: true }]);
+        outcomes[w.index] = { ok: true, value: { record: w.record } };
+      }
+    }
+    for (const [item, index, e] of kept) outcomes[index] = await this.keepContext(run, item, e);
+    return outcomes.map((o) => o!);
+  }
+
+  /** SQLite: the state and the chain's head read under the write lock, the record built, everything written. */
+  private async writeSqlite(run: Run, item: ReleaseItem): Promise<BulkOutcome<CompletedRelease>> {
+    const { id, at } = item;
+    const [row] = (await run(SQL.sqlite.finalizeRead, [id])).records as { state: IntentState; head_hash: string | null; head_position: number }[];
+    if (!row || row.state !== 'PREPARED') return { ok: false, error: new IntentStateConflictError(id, 'RELEASED') };
+    const head: ChainHead = { chainHash: row.head_hash };
+    let record: SignedTrustRecord;
+    try {
+      record = await item.build(head);
+    } catch (e) {
+      return this.keepContext(run, item, e);
+    }
+    if ((await run(SQL.sqlite.completeState, [at, id])).affected !== 1) return { ok: false, error: new IntentStateConflictError(id, 'RELEASED') };
+    await this.writeRecordSqlite(run, id, record, head, Number(row.head_position) + 1, at);
+    return { ok: true, value: { record } };
+  }
+}
+
 const COMMON = {
+  // Recording the release's outcome ends the request's lease: it is no longer in flight.
   markReleased:
-    "UPDATE execution_intents SET state = 'RELEASED', release_context = ?, updated_at = ? WHERE business_transaction_id = ? AND state = 'PREPARED'",
+    "UPDATE execution_intents SET state = 'RELEASED', release_context = ?, in_flight_until = NULL, updated_at = ? WHERE business_transaction_id = ? AND state = 'PREPARED'",
   markErrored:
-    "UPDATE execution_intents SET state = 'ERRORED', status_detail = ?, updated_at = ? WHERE business_transaction_id = ? AND state IN ('PREPARED', 'RELEASED')",
-  resolve: "UPDATE execution_intents SET state = 'RESOLVED', status_detail = ?, updated_at = ? WHERE business_transaction_id = ? AND state = ?",
-  isClaimed: 'SELECT 1 AS x FROM business_transactions WHERE business_transaction_id = ?',
-  getClaim: 'SELECT business_transaction_id, caller_id, outcome, created_at FROM business_transactions WHERE business_transaction_id = ?',
-  getIntent: 'SELECT state, intent, status_detail, updated_at FROM execution_intents WHERE business_transaction_id = ?',
-  getReleaseContext: 'SELECT release_context FROM execution_intents WHERE business_transaction_id = ?',
-  getTrustRecord: 'SELECT body FROM trust_records WHERE business_transaction_id = ?',
-  getRefusal: 'SELECT body FROM refusal_records WHERE business_transaction_id = ?',
-  pageTrustRecords: 'SELECT body FROM trust_records ORDER BY created_at DESC, business_transaction_id DESC LIMIT ? OFFSET ?',
-  countTrustRecords: 'SELECT COUNT(*) AS n FROM trust_records',
-  pageClaims:
-    'SELECT business_transaction_id, caller_id, outcome, created_at FROM business_transactions ORDER BY created_at DESC, business_transaction_id DESC LIMIT ? OFFSET ?',
-  countClaims: 'SELECT COUNT(*) AS n FROM business_transactions',
+    "UPDATE execution_intents SET state = 'ERRORED', status_detail = ?, in_flight_until = NULL, updated_at = ? WHERE business_transaction_id = ? AND state IN ('PREPARED', 'RELEASED')",
+  resolve:
+    "UPDATE execution_intents SET state = 'RESOLVED', status_detail = ?, in_flight_until = NULL, updated_at = ? WHERE business_transaction_id = ? AND state = ?",
 };
 type CommonSql = typeof COMMON;
 const COMMON_PG = Object.fromEntries(Object.entries(COMMON).map(([k, v]) => [k, toPg(v)])) as CommonSql;
 
 const RESOLVABLE: readonly IntentState[] = ['PREPARED', 'ERRORED'];
 
+// Reads, with `?` placeholders (read() turns them into PostgreSQL's).
+const IS_CLAIMED = 'SELECT 1 AS x FROM business_transactions WHERE business_transaction_id = ?';
+const RELEASE_CONTEXT = 'SELECT release_context FROM execution_intents WHERE business_transaction_id = ?';
+const CLAIM_SELECT = 'SELECT business_transaction_id, caller_id, outcome, created_at FROM business_transactions';
+const INTENT_SELECT = 'SELECT state, intent, status_detail, updated_at, in_flight_until FROM execution_intents';
+
 /**
- * The execution pipeline's storage on SQLite or PostgreSQL. Signed objects are stored as
- * `JSON.stringify(record)` and returned as `JSON.parse(text)`, so what was signed comes back
- * unchanged (including `__proto__` keys and null chain fields).
+ * The execution pipeline's storage on SQLite or PostgreSQL. Signed objects are stored as their
+ * RFC 8785 canonical text (`canonicalJsonOf`: exactly what was signed, whose SHA-256 is the
+ * record's transparency-log leaf) and returned as `JSON.parse(text)` (or as the stored text itself), so
+ * what was signed comes back unchanged (including `__proto__` keys and null chain fields).
+ *
+ * Every read takes a ReadScope: a caller's scope adds the row's caller to the query (the claim's
+ * caller, kept on `trust_records` and `execution_intents` for their indexed lists), so another
+ * caller's row is not found.
  */
 export class TypeOrmExecutionStore implements ExecutionStore {
   private readonly pg: boolean;
   private readonly q: CommonSql;
+  private readonly leaseMs: number;
+  private readonly claims: Record<'refusal' | 'record' | 'intent', ClaimWrite>;
+  private readonly releases: ReleaseWrite;
 
-  constructor(private readonly ds: DataSource) {
+  constructor(
+    private readonly ds: DataSource,
+    options: { inFlightLeaseMs?: number } = {},
+  ) {
     this.pg = ds.options.type === 'postgres';
     this.q = this.pg ? COMMON_PG : COMMON;
+    this.leaseMs = options.inFlightLeaseMs ?? INTENT_IN_FLIGHT_LEASE_MS;
+    this.claims = {
+      refusal: new ClaimWrite('claim-refusal', this.pg, SQL.pg.refusal),
+      record: new ClaimWrite('claim-record', this.pg, SQL.pg.record),
+      intent: new ClaimWrite('claim-intent', this.pg, SQL.pg.intent),
+    };
+    this.releases = new ReleaseWrite(this.pg, (run, id, record, head, position, at) => this.writeRecordSqlite(run, id, record, head, position, at), this.q);
   }
 
   // --- claims -------------------------------------------------------------------------------------
 
   async isClaimed(businessTransactionId: string): Promise<boolean> {
-    return (await this.read(this.q.isClaimed, [businessTransactionId])).length > 0;
+    return (await this.read(IS_CLAIMED, [businessTransactionId])).length > 0;
   }
 
-  async storeRefusal(claim: TransactionClaim, refusal: SignedRefusal): Promise<void> {
+  async storeRefusal(claim: TransactionClaim, refusal: SignedRefusal, audit?: Signed<AuthEvent>): Promise<void> {
     sameId(claim, refusal.businessTransactionId);
-    const body = JSON.stringify(refusal);
-    return this.claimWith(claim, [SQL.sqlite.refusal, [claim.businessTransactionId, body, claim.createdAt]], [SQL.pg.refusal, [body]]);
+    const body = canonicalJsonOf(refusal);
+    const logged: LoggedRecord = { kind: 'refusal', id: claim.businessTransactionId, body, canonical: true };
+    return this.claimWith(this.claims.refusal, { claim, sqlite: [SQL.sqlite.refusal, [claim.businessTransactionId, body, claim.createdAt]], values: [body], logged, audit });
   }
 
-  async storeRecordedTransaction(claim: TransactionClaim, record: SignedTrustRecord): Promise<void> {
+  /** A record without executions has no chain position: it is listed after the chain. */
+  async storeRecordedTransaction(claim: TransactionClaim, record: SignedTrustRecord, audit?: Signed<AuthEvent>): Promise<void> {
     sameId(claim, record.businessTransactionId);
-    const body = JSON.stringify(record);
-    return this.claimWith(claim, [SQL.sqlite.record, [claim.businessTransactionId, body, claim.createdAt]], [SQL.pg.record, [body]]);
-  }
-
-  /** Durable on return: SQLite commits with synchronous=FULL, PostgreSQL commits the statement. */
-  async prepareIntent(claim: TransactionClaim, intent: SignedIntent, at: string): Promise<void> {
-    sameId(claim, intent.businessTransactionId);
-    const body = JSON.stringify(intent);
-    return this.claimWith(claim, [SQL.sqlite.intent, [claim.businessTransactionId, claim.callerId, body, at, at]], [SQL.pg.intent, [body, at]]);
+    const body = canonicalJsonOf(record);
+    const logged: LoggedRecord = { kind: 'trust-record', id: claim.businessTransactionId, body, canonical: true };
+    const sqlite: ClaimItem['sqlite'] = [SQL.sqlite.record, [claim.businessTransactionId, claim.callerId, body, claim.createdAt]];
+    return this.claimWith(this.claims.record, { claim, sqlite, values: [body], logged, audit });
   }
 
   /**
-   * Claim + record in one transaction. SQLite: the claim (skipped on conflict), then the record
-   * row, under BEGIN IMMEDIATE. PostgreSQL: one statement (see pgClaimAnd) whose parameters after
-   * the claim's four ($5...) are `pgExtra`.
+   * Durable on return (the group commit answers after its COMMIT is durable). The same statement
+   * starts the request's lease (in flight until `at` + the lease), so no resolution can slip in
+   * between the intent being stored and the request holding it.
    */
-  private async claimWith(
-    claim: TransactionClaim,
-    sqlite: [sql: string, params: unknown[]],
-    pg: [sql: string, pgExtra: unknown[]],
-  ): Promise<void> {
-    const id = claim.businessTransactionId;
-    const claimParams = [id, claim.callerId, claim.outcome, claim.createdAt];
+  async prepareIntent(claim: TransactionClaim, intent: SignedIntent, at: string, audit?: Signed<AuthEvent>): Promise<void> {
+    sameId(claim, intent.businessTransactionId);
+    const body = canonicalJsonOf(intent);
+    const until = new Date(Date.parse(at) + this.leaseMs).toISOString();
+    const logged: LoggedRecord = { kind: 'intent', id: claim.businessTransactionId, body, canonical: true };
+    const sqlite: ClaimItem['sqlite'] = [SQL.sqlite.intent, [claim.businessTransactionId, claim.callerId, body, at, at, until]];
+    return this.claimWith(this.claims.intent, { claim, sqlite, values: [body, at, until], logged, audit });
+  }
+
+  /** Claim + record (+ the request's authentication event) + their log leaves in one commit (see ClaimWrite). */
+  private async claimWith(work: ClaimWrite, item: ClaimItem): Promise<void> {
     try {
-      if (this.pg) {
-        const res = await this.pgExec(pg[0], [...claimParams, ...pg[1]]);
-        if (res.affected !== 1) throw new DuplicateTransactionError(id);
-        return;
-      }
-      await this.transaction(async (run) => {
-        const c = await run(SQL.sqlite.claim, claimParams);
-        if (c.affected !== 1) throw new DuplicateTransactionError(id);
-        await run(sqlite[0], sqlite[1]);
-      });
+      await storeBulk(this.ds, work, item);
     } catch (e) {
       // Belt and braces: a unique violation of a record table (a row without its claim) is a duplicate too.
-      if (isUniqueViolation(e)) throw new DuplicateTransactionError(id);
+      if (isUniqueViolation(e)) throw new DuplicateTransactionError(item.claim.businessTransactionId);
       throw e;
     }
   }
@@ -214,17 +427,28 @@ export class TypeOrmExecutionStore implements ExecutionStore {
     if (res.affected !== 1) throw new IntentStateConflictError(businessTransactionId, 'ERRORED');
   }
 
-  async resolve(businessTransactionId: string, resolution: IntentResolution, at: string): Promise<boolean> {
-    return this.transaction(async (run) => {
+  /**
+   * One transaction on the intent's row (PostgreSQL: locked FOR UPDATE, so markReleased and
+   * markErrored of the running request wait for it or it for them; SQLite: the database write
+   * lock of BEGIN IMMEDIATE, across processes too): the state and the lease are read and the move
+   * is made under the same lock.
+   */
+  async resolve(businessTransactionId: string, resolution: Omit<IntentResolution, 'previousState'>, at: string): Promise<ResolveOutcome> {
+    // PostgreSQL: alone, outside the group commit (a human's rare write that locks an intent's row).
+    return this.transaction({ alone: true }, async (run): Promise<ResolveOutcome> => {
       const [row] = (await run(this.pg ? SQL.pg.resolveRead : SQL.sqlite.resolveRead, [businessTransactionId])).records as {
         state: IntentState;
         status_detail: string | null;
+        in_flight_until: string | null;
       }[];
-      if (!row || !RESOLVABLE.includes(row.state)) return false;
+      if (!row) return { outcome: 'not-found' };
+      if (!RESOLVABLE.includes(row.state)) return { outcome: 'not-resolvable', state: row.state };
+      if (row.in_flight_until !== null && Date.parse(row.in_flight_until) > Date.parse(at)) return { outcome: 'in-flight', until: row.in_flight_until };
       // The error of an ERRORED intent stays beside the resolution.
-      const detail = { ...(row.status_detail ? (JSON.parse(row.status_detail) as object) : {}), resolution };
+      const previousState = row.state as IntentResolution['previousState'];
+      const detail = { ...(row.status_detail ? (JSON.parse(row.status_detail) as object) : {}), resolution: { ...resolution, previousState } };
       const res = await run(this.q.resolve, [JSON.stringify(detail), at, businessTransactionId, row.state]);
-      return res.affected === 1;
+      return res.affected === 1 ? { outcome: 'resolved' } : { outcome: 'not-resolvable', state: row.state };
     });
   }
 
@@ -235,108 +459,195 @@ export class TypeOrmExecutionStore implements ExecutionStore {
   ): Promise<SignedTrustRecord | undefined> {
     const id = businessTransactionId;
     if (this.pg) {
-      return finalizeQueueOf(this.ds).run(() => this.transaction(async (run) => {
-        const locked = (await run(SQL.pg.finalizeLock, [id, at])).records as { head_hash: string | null }[];
+      return this.transaction({ rank: 'chain' }, async (run) => {
+        const locked = (await run(SQL.pg.finalizeLock, [id, at])).records as { head_hash: string | null; head_position: string | number }[];
         if (locked.length === 0) return undefined; // not RELEASED: nothing was changed
         const head: ChainHead = { chainHash: locked[0]!.head_hash };
         const record = await build(head);
-        await run(SQL.pg.finalizeWrite, [id, JSON.stringify(record), at, newHeadOf(record, head, id)]);
+        const position = Number(locked[0]!.head_position) + 1;
+        const body = canonicalJsonOf(record);
+        const newHead = newHeadOf(record, head, id);
+        await run(SQL.pg.finalizeWrite, [id, body, at, newHead, position]);
+        // A release later in the same batch links to this record (see completeRelease).
+        transactionState(run).set(CHAIN_HEAD, { hash: newHead, position });
+        // Appended at COMMIT, so the log lock comes after the chain lock (the one lock order).
+        appendToLog(run, [{ kind: 'trust-record', id, body, canonical: true }]);
         return record;
-      }));
+      });
     }
-    return this.transaction(async (run) => {
-      const [row] = (await run(SQL.sqlite.finalizeRead, [id])).records as { state: IntentState; head_hash: string | null }[];
+    return this.transaction({}, async (run) => {
+      const [row] = (await run(SQL.sqlite.finalizeRead, [id])).records as { state: IntentState; head_hash: string | null; head_position: number }[];
       if (!row || row.state !== 'RELEASED') return undefined;
       const head: ChainHead = { chainHash: row.head_hash };
       const record = await build(head);
-      const newHead = newHeadOf(record, head, id);
       const moved = await run(SQL.sqlite.finalizeState, [at, id]);
       if (moved.affected !== 1) throw new Error(`finalize: execution intent '${id}' left RELEASED during finalize`);
-      await run(SQL.sqlite.record, [id, JSON.stringify(record), at]);
-      await run(SQL.sqlite.finalizeHead, [newHead, at]);
-      await run(SQL.sqlite.finalizeClaim, [id]);
+      await this.writeRecordSqlite(run, id, record, head, Number(row.head_position) + 1, at);
       return record;
     });
   }
 
+  async completeRelease(
+    businessTransactionId: string,
+    context: ReleaseContext,
+    build: (head: ChainHead) => Promise<SignedTrustRecord>,
+    at: string,
+  ): Promise<CompletedRelease> {
+    return storeBulk(this.ds, this.releases, { id: businessTransactionId, context, build, at });
+  }
+
+  /** SQLite: the Trust Record at its chain position, the new chain head, the claim EXECUTED, the record's log leaf. */
+  private async writeRecordSqlite(run: Run, id: string, record: SignedTrustRecord, head: ChainHead, position: number, at: string): Promise<void> {
+    const newHead = newHeadOf(record, head, id);
+    const body = canonicalJsonOf(record);
+    await run(SQL.sqlite.finalizeRecord, [body, at, position, id]);
+    await run(SQL.sqlite.finalizeHead, [newHead, position, at]);
+    await run(SQL.sqlite.finalizeClaim, [id]);
+    appendToLog(run, [{ kind: 'trust-record', id, body, canonical: true }]);
+  }
+
   // --- reads --------------------------------------------------------------------------------------
 
-  async getIntent(businessTransactionId: string): Promise<{ intent: SignedIntent; status: IntentStatus } | undefined> {
-    const [row] = await this.read<IntentRow>(this.q.getIntent, [businessTransactionId]);
+  async getIntent(businessTransactionId: string, scope: ReadScope): Promise<StoredIntent | undefined> {
+    const w = where(['business_transaction_id = ?', businessTransactionId], inScope(scope, 'caller_id'));
+    const [row] = await this.read<IntentRow>(INTENT_SELECT + w.sql, w.params);
     return row ? toIntent(row) : undefined;
   }
 
   async getReleaseContext(businessTransactionId: string): Promise<ReleaseContext | undefined> {
-    const [row] = await this.read<{ release_context: string | null }>(this.q.getReleaseContext, [businessTransactionId]);
+    const [row] = await this.read<{ release_context: string | null }>(RELEASE_CONTEXT, [businessTransactionId]);
     return row?.release_context ? (JSON.parse(row.release_context) as ReleaseContext) : undefined;
   }
 
-  /** Oldest first (reconciliation works through the backlog in order). */
-  async listIntents(states: IntentState[], limit: number): Promise<{ intent: SignedIntent; status: IntentStatus }[]> {
-    if (states.length === 0 || limit <= 0) return [];
-    const sql =
-      `SELECT state, intent, status_detail, updated_at FROM execution_intents WHERE state IN (${states.map(() => '?').join(', ')})` +
-      ' ORDER BY created_at ASC, business_transaction_id ASC LIMIT ?';
-    const rows = await this.read<IntentRow>(this.pg ? toPg(sql) : sql, [...states, Math.min(Math.floor(limit), 2 ** 31 - 1)]);
-    return rows.map(toIntent);
+  /** Oldest first (reconciliation works through the backlog in order); pages start at 1. */
+  async listIntents(states: readonly IntentState[], scope: ReadScope, page: number, pageSize: number): Promise<Page<StoredIntent>> {
+    checkPage(page, pageSize);
+    if (states.length === 0) return { items: [], page, pageSize, total: 0 };
+    const w = where([`state IN ${placeholders(states.length)}`, ...states], inScope(scope, 'caller_id'));
+    const [rows, total] = await Promise.all([
+      this.read<IntentRow>(`${INTENT_SELECT}${w.sql} ORDER BY created_at ASC, business_transaction_id ASC LIMIT ? OFFSET ?`, [...w.params, ...limitOffset(page, pageSize)]),
+      this.count('execution_intents', w),
+    ]);
+    return { items: rows.map(toIntent), page, pageSize, total };
   }
 
-  async getTrustRecord(businessTransactionId: string): Promise<SignedTrustRecord | undefined> {
-    const [row] = await this.read<{ body: string }>(this.q.getTrustRecord, [businessTransactionId]);
-    return row ? (JSON.parse(row.body) as SignedTrustRecord) : undefined;
+  async getTrustRecord(businessTransactionId: string, scope: ReadScope): Promise<SignedTrustRecord | undefined> {
+    const text = await this.getTrustRecordText(businessTransactionId, scope);
+    return text === undefined ? undefined : (JSON.parse(text) as SignedTrustRecord);
   }
 
-  async getRefusal(businessTransactionId: string): Promise<SignedRefusal | undefined> {
-    const [row] = await this.read<{ body: string }>(this.q.getRefusal, [businessTransactionId]);
+  async hasTrustRecord(businessTransactionId: string, scope: ReadScope): Promise<boolean> {
+    const w = where(['business_transaction_id = ?', businessTransactionId], inScope(scope, 'caller_id'));
+    return (await this.read<{ one: number }>(`SELECT 1 AS one FROM trust_records${w.sql}`, w.params)).length > 0;
+  }
+
+  async getTrustRecordText(businessTransactionId: string, scope: ReadScope): Promise<string | undefined> {
+    const w = where(['business_transaction_id = ?', businessTransactionId], inScope(scope, 'caller_id'));
+    const [row] = await this.read<{ body: string }>(`SELECT body FROM trust_records${w.sql}`, w.params);
+    return row?.body;
+  }
+
+  async getRefusal(businessTransactionId: string, scope: ReadScope): Promise<SignedRefusal | undefined> {
+    const w = where(['business_transaction_id = ?', businessTransactionId], inScope(scope, claimedBy('refusal_records')));
+    const [row] = await this.read<{ body: string }>(`SELECT body FROM refusal_records${w.sql}`, w.params);
     return row ? (JSON.parse(row.body) as SignedRefusal) : undefined;
   }
 
-  async getClaim(businessTransactionId: string): Promise<TransactionClaim | undefined> {
-    const [row] = await this.read<ClaimRow>(this.q.getClaim, [businessTransactionId]);
+  async getClaim(businessTransactionId: string, scope: ReadScope): Promise<TransactionClaim | undefined> {
+    const w = where(['business_transaction_id = ?', businessTransactionId], inScope(scope, 'caller_id'));
+    const [row] = await this.read<ClaimRow>(CLAIM_SELECT + w.sql, w.params);
     return row ? toClaim(row) : undefined;
   }
 
-  /** Newest first; pages start at 1. */
-  async listTrustRecords(page: number, pageSize: number): Promise<Page<SignedTrustRecord>> {
+  /**
+   * Chain order, oldest first: the records with a chain position by it, then those without (no
+   * executions) by creation. Each part is counted and read through its own (partial) index; the
+   * page's ids are read at once, the bodies RECORD_TEXT_BATCH at a time as `items` is iterated.
+   */
+  async listTrustRecordTexts(scope: ReadScope, page: number, pageSize: number): Promise<TextPage> {
     checkPage(page, pageSize);
-    const [rows, total] = await Promise.all([
-      this.read<{ body: string }>(this.q.pageTrustRecords, [pageSize, (page - 1) * pageSize]),
-      this.count(this.q.countTrustRecords),
-    ]);
-    return { items: rows.map((r) => JSON.parse(r.body) as SignedTrustRecord), page, pageSize, total };
+    const caller = inScope(scope, 'caller_id');
+    const c = where(['chain_position IS NOT NULL'], caller);
+    const u = where(['chain_position IS NULL'], caller);
+    const [chained, unchained] = await Promise.all([this.count('trust_records', c), this.count('trust_records', u)]);
+    const offset = (page - 1) * pageSize;
+    const ids: string[] = [];
+    if (offset < chained) {
+      ids.push(...(await this.ids(`${c.sql} ORDER BY chain_position ASC`, c.params, Math.min(pageSize, chained - offset), offset)));
+    }
+    if (ids.length < pageSize && offset + ids.length < chained + unchained) {
+      ids.push(...(await this.ids(`${u.sql} ORDER BY created_at ASC, business_transaction_id ASC`, u.params, pageSize - ids.length, Math.max(0, offset - chained))));
+    }
+    return { items: this.recordTexts(ids), page, pageSize, total: chained + unchained };
   }
 
   /** Newest first; pages start at 1. */
-  async listClaims(page: number, pageSize: number): Promise<Page<TransactionClaim>> {
+  async listClaims(scope: ReadScope, page: number, pageSize: number): Promise<Page<TransactionClaim>> {
     checkPage(page, pageSize);
+    const w = where(inScope(scope, 'caller_id'));
     const [rows, total] = await Promise.all([
-      this.read<ClaimRow>(this.q.pageClaims, [pageSize, (page - 1) * pageSize]),
-      this.count(this.q.countClaims),
+      this.read<ClaimRow>(`${CLAIM_SELECT}${w.sql} ORDER BY created_at DESC, business_transaction_id DESC LIMIT ? OFFSET ?`, [...w.params, ...limitOffset(page, pageSize)]),
+      this.count('business_transactions', w),
     ]);
     return { items: rows.map(toClaim), page, pageSize, total };
   }
 
-  // --- plumbing -----------------------------------------------------------------------------------
-
-  private read<T>(sql: string, params: unknown[]): Promise<T[]> {
-    return this.ds.query(sql, params) as Promise<T[]>;
+  private async ids(whereAndOrder: string, params: unknown[], limit: number, offset: number): Promise<string[]> {
+    const rows = await this.read<{ business_transaction_id: string }>(
+      `SELECT business_transaction_id FROM trust_records${whereAndOrder} LIMIT ? OFFSET ?`,
+      [...params, limit, offset],
+    );
+    return rows.map((r) => r.business_transaction_id);
   }
 
-  private async count(sql: string): Promise<number> {
-    const [row] = await this.read<{ n: number | string }>(sql, []);
+  /** The stored texts of `ids`, in that order, RECORD_TEXT_BATCH rows per query. */
+  private async *recordTexts(ids: string[]): AsyncGenerator<string> {
+    for (let i = 0; i < ids.length; i += RECORD_TEXT_BATCH) {
+      const batch = ids.slice(i, i + RECORD_TEXT_BATCH);
+      // Each body is let go as soon as it is handed on.
+      const byId = new Map(
+        (
+          await this.read<{ business_transaction_id: string; body: string }>(
+            `SELECT business_transaction_id, body FROM trust_records WHERE business_transaction_id IN ${placeholders(batch.length)}`,
+            batch,
+          )
+        ).map((r) => [r.business_transaction_id, r.body]),
+      );
+      for (const id of batch) {
+        const body = byId.get(id);
+        byId.delete(id);
+        if (body !== undefined) yield body;
+      }
+    }
+  }
+
+  // --- plumbing -----------------------------------------------------------------------------------
+
+  /**
+   * `sql` with `?` placeholders (turned into `$n` on PostgreSQL). SQLite: a prepared statement on the
+   * connection (no ORM in between: these reads are on the execution pipeline's path).
+   */
+  private async read<T>(sql: string, params: unknown[]): Promise<T[]> {
+    if (this.pg) return (await this.ds.query(toPg(sql), params)) as T[];
+    return SqliteStatements.of(this.ds).runSync(sql, params).records as T[];
+  }
+
+  private async count(table: string, w: { sql: string; params: unknown[] }): Promise<number> {
+    const [row] = await this.read<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table}${w.sql}`, w.params);
     return Number(row?.n ?? 0);
   }
 
   /** One statement on its own (autocommit); on SQLite in the write queue. */
-  private write(sql: string, params: unknown[]): Promise<QueryResult> {
+  private write(sql: string, params: unknown[]): Promise<RunResult> {
     if (this.pg) return this.pgExec(sql, params);
     return writerOf(this.ds).statement(sql, params);
   }
 
-  private async pgExec(sql: string, params: unknown[]): Promise<QueryResult> {
+  private async pgExec(sql: string, params: unknown[]): Promise<RunResult> {
     const runner = this.ds.createQueryRunner();
     try {
-      return await runner.query(sql, params, true);
+      const r = await runner.query(sql, params, true);
+      return { records: r.records ?? [], affected: r.affected ?? undefined };
     } finally {
       await runner.release();
     }
@@ -346,33 +657,15 @@ export class TypeOrmExecutionStore implements ExecutionStore {
    * One transaction on one query runner: commits what `fn` returns, rolls back when it throws.
    * PostgreSQL: a pooled connection. SQLite: the writer (BEGIN IMMEDIATE, group commit).
    */
-  private transaction<T>(fn: (run: Run) => Promise<T>): Promise<T> {
-    if (!this.pg) return writerOf(this.ds).transaction(fn);
-    return this.pgTransaction(fn);
-  }
-
-  private async pgTransaction<T>(fn: (run: Run) => Promise<T>): Promise<T> {
-    const runner: QueryRunner = this.ds.createQueryRunner();
-    try {
-      await runner.query('BEGIN');
-      let result: T;
-      try {
-        result = await fn((sql, params) => runner.query(sql, params, true));
-      } catch (e) {
-        await runner.query('ROLLBACK').catch(ignore);
-        throw e;
-      }
-      await runner.query('COMMIT');
-      return result;
-    } finally {
-      await runner.release();
-    }
+  private transaction<T>(options: StoreTransactionOptions, fn: (run: Run) => Promise<T>): Promise<T> {
+    return storeTransaction(this.ds, fn, options);
   }
 }
 
-function toIntent(row: IntentRow): { intent: SignedIntent; status: IntentStatus } {
+function toIntent(row: IntentRow): StoredIntent {
   const extras = row.status_detail ? (JSON.parse(row.status_detail) as Omit<IntentStatus, 'state' | 'updatedAt'>) : {};
-  return { intent: JSON.parse(row.intent) as SignedIntent, status: { state: row.state, updatedAt: row.updated_at, ...extras } };
+  const lease = row.in_flight_until !== null ? { inFlightUntil: row.in_flight_until } : {};
+  return { intent: JSON.parse(row.intent) as SignedIntent, status: { state: row.state, updatedAt: row.updated_at, ...lease, ...extras } };
 }
 
 function toClaim(row: ClaimRow): TransactionClaim {
@@ -390,6 +683,9 @@ function checkPage(page: number, pageSize: number): void {
     throw new RangeError('page and pageSize must be whole numbers from 1');
   }
 }
+
+/** LIMIT and OFFSET of a page. */
+const limitOffset = (page: number, pageSize: number): [number, number] => [pageSize, (page - 1) * pageSize];
 
 /**
  * The chain head after `record`: its last execution's chainHash. The record must link to the head

@@ -1,33 +1,31 @@
 import type { DataSource } from 'typeorm';
-import type { ChangeStatus, DecisionRequest, DecisionResult, PendingChange, PendingChangeStore } from '@ets/domain';
+import type { ApplyClaimRequest, ChangeStatus, DecisionRequest, DecisionResult, GovernanceEvent, Page, PendingChange, PendingChangeStore, Signed } from '@ets/domain';
 import { PendingChangeEntity, type PendingChangeRow } from '../entities/governance.js';
+import { appendToLog } from '../transparency/log-in-transaction.js';
+import { insertAuditEvent } from './audit-event-store.js';
 import { execute, writeSerially } from './serial-writes.js';
+import type { Run } from './sqlite-writer.js';
+import { toPg } from './sql.js';
+import { storeTransaction } from './store-transaction.js';
 
-/** The part of a better-sqlite3 connection used here (TypeORM's driver holds one). */
-interface SqliteConnection {
-  prepare(sql: string): { run(...params: unknown[]): { changes: number } };
-  transaction<T>(fn: () => T): { immediate(): T };
-}
-
-const NONCE_INSERT_SQLITE = 'INSERT INTO step_up_nonces (nonce, caller_id, change_id, used_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
-const DECIDE_SQLITE = `UPDATE pending_changes SET status = ?, decider = ?, decided_at = ?, rejection_reason = ?
-  WHERE id = ? AND kind = ? AND status = 'PENDING_APPROVAL'`;
-
+/** A pending change of the same (kind, subject) makes the partial unique index refuse it: nothing is inserted. */
+const CREATE = `INSERT INTO pending_changes (id, kind, subject, status, payload, proposer, reason, created_at, decider, decided_at, rejection_reason, applied_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
+/** A nonce used before inserts nothing (on PostgreSQL a concurrent insert of it waits for the first to end, then inserts nothing). */
+const CONSUME_NONCE = 'INSERT INTO step_up_nonces (nonce, caller_id, change_id, used_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
 /**
- * One statement on PostgreSQL, so it is one transaction: the nonce insert (a duplicate inserts
- * nothing) and, only when it inserted, the conditional update. A concurrent insert of the same
- * nonce waits for this one and then inserts nothing; a concurrent update of the same change waits
- * for this one, re-reads the status and updates nothing.
+ * The compare-and-set: PostgreSQL waits for a concurrent decision's row lock, re-reads the status
+ * and updates nothing; SQLite runs it under the writer's BEGIN IMMEDIATE.
  */
-const DECIDE_POSTGRES = `WITH consumed AS (
-    INSERT INTO step_up_nonces (nonce, caller_id, change_id, used_at) VALUES ($1, $2, $3, $4)
-    ON CONFLICT DO NOTHING RETURNING nonce
-  ), decided AS (
-    UPDATE pending_changes SET status = $5, decider = $2, decided_at = $4, rejection_reason = $6
-    WHERE id = $3 AND kind = $7 AND status = 'PENDING_APPROVAL' AND EXISTS (SELECT 1 FROM consumed)
-    RETURNING id
-  )
-  SELECT (SELECT count(*) FROM consumed) AS consumed, (SELECT count(*) FROM decided) AS decided`;
+const DECIDE = `UPDATE pending_changes SET status = ?, decider = ?, decided_at = ?, rejection_reason = ?, apply_claim = ?, apply_claim_until = ?
+  WHERE id = ? AND kind = ? AND status = 'PENDING_APPROVAL'`;
+/** ISO 8601 UTC times of one format compare as text. */
+const CLAIM_APPLY = `UPDATE pending_changes SET apply_claim = ?, apply_claim_until = ?
+  WHERE id = ? AND kind = ? AND status = 'APPROVED' AND decider = ? AND applied_at IS NULL
+    AND (apply_claim IS NULL OR apply_claim_until < ?)`;
+const RELEASE_APPLY = `UPDATE pending_changes SET apply_claim = NULL, apply_claim_until = NULL WHERE id = :id AND apply_claim = :token`;
+const MARK_APPLIED = `UPDATE pending_changes SET applied_at = :at, apply_claim = NULL, apply_claim_until = NULL
+  WHERE id = :id AND applied_at IS NULL AND apply_claim = :token`;
 
 function toChange(r: PendingChangeRow): PendingChange {
   return {
@@ -48,41 +46,42 @@ function toChange(r: PendingChangeRow): PendingChange {
 
 /**
  * Pending changes of every kind in `pending_changes`, and the used step-up nonces in
- * `step_up_nonces`. A decision is one atomic step on both databases (see `decide`): one statement
- * on PostgreSQL; on SQLite a synchronous transaction in the write queue, so no other query of this
- * process can interleave with it.
+ * `step_up_nonces`. A proposal, a decision and the completion of an approval are each one
+ * transaction (`storeTransaction`: SQLite's single writer, or BEGIN … COMMIT on PostgreSQL) that
+ * also stores the signed governance event in `audit_events` and appends it to the transparency
+ * log: the event and its leaf exist if and only if the change they record does.
  */
 export class TypeOrmPendingChangeStore implements PendingChangeStore {
-  constructor(private readonly ds: DataSource) {}
+  private readonly pg: boolean;
+
+  constructor(private readonly ds: DataSource) {
+    this.pg = ds.options.type === 'postgres';
+  }
 
   private get repo() {
     return this.ds.getRepository(PendingChangeEntity);
   }
 
-  async create(change: PendingChange): Promise<boolean> {
-    const [sql, params] = this.ds
-      .createQueryBuilder()
-      .insert()
-      .into(PendingChangeEntity)
-      .values({
-        id: change.id,
-        kind: change.kind,
-        subject: change.subject ?? null,
-        status: change.status,
-        payload: JSON.stringify(change.payload),
-        proposer: change.proposer,
-        reason: change.reason ?? null,
-        createdAt: change.createdAt,
-        decider: change.decider ?? null,
-        decidedAt: change.decidedAt ?? null,
-        rejectionReason: change.rejectionReason ?? null,
-        appliedAt: change.appliedAt ?? null,
-      })
-      // A pending change of the same (kind, subject) makes the partial unique index refuse it.
-      .orIgnore()
-      .getQueryAndParameters();
-    const result = await writeSerially(this.ds, () => execute(this.ds, sql, params));
-    return result.affected === 1;
+  create(change: PendingChange, event: Signed<GovernanceEvent>): Promise<boolean> {
+    return storeTransaction(this.ds, async (run) => {
+      const inserted = await this.run(run, CREATE, [
+        change.id,
+        change.kind,
+        change.subject ?? null,
+        change.status,
+        JSON.stringify(change.payload),
+        change.proposer,
+        change.reason ?? null,
+        change.createdAt,
+        change.decider ?? null,
+        change.decidedAt ?? null,
+        change.rejectionReason ?? null,
+        change.appliedAt ?? null,
+      ]);
+      if (inserted.affected !== 1) return false;
+      await this.storeEvent(run, event);
+      return true;
+    });
   }
 
   async get(id: string): Promise<PendingChange | undefined> {
@@ -98,35 +97,61 @@ export class TypeOrmPendingChangeStore implements PendingChangeStore {
     return rows.map(toChange);
   }
 
+  async page(query: { kind: string; status?: ChangeStatus }, page: number, pageSize: number): Promise<Page<PendingChange>> {
+    const qb = this.repo.createQueryBuilder('c').where('c.kind = :kind', { kind: query.kind });
+    if (query.status !== undefined) qb.andWhere('c.status = :status', { status: query.status });
+    const [rows, total] = await qb
+      .orderBy('c.created_at', 'ASC')
+      .addOrderBy('c.id', 'ASC')
+      .skip((page - 1) * pageSize)
+      .take(pageSize)
+      .getManyAndCount();
+    return { items: rows.map(toChange), page, pageSize, total };
+  }
+
   async decide(r: DecisionRequest): Promise<DecisionResult> {
-    const { nonceFresh, decided } =
-      this.ds.options.type === 'postgres' ? await this.decidePostgres(r) : await writeSerially(this.ds, async () => this.decideSqlite(r));
+    const { nonceFresh, decided } = await storeTransaction(this.ds, async (run) => {
+      if ((await this.run(run, CONSUME_NONCE, [r.nonce, r.decider, r.id, r.decidedAt])).affected !== 1) return { nonceFresh: false, decided: false };
+      const claim = [r.applyClaim?.token ?? null, r.applyClaim?.until ?? null];
+      const updated = await this.run(run, DECIDE, [r.decision, r.decider, r.decidedAt, r.rejectionReason ?? null, ...claim, r.id, r.kind]);
+      if (updated.affected !== 1) return { nonceFresh: true, decided: false };
+      await this.storeEvent(run, r.event);
+      return { nonceFresh: true, decided: true };
+    });
     if (!nonceFresh) return { nonceFresh, decided };
     const row = await this.repo.findOneBy({ id: r.id, kind: r.kind });
     return { nonceFresh, decided, change: row ? toChange(row) : undefined };
   }
 
-  private async decidePostgres(r: DecisionRequest): Promise<{ nonceFresh: boolean; decided: boolean }> {
-    const rows = (await this.ds.query(DECIDE_POSTGRES, [r.nonce, r.decider, r.id, r.decidedAt, r.decision, r.rejectionReason ?? null, r.kind])) as {
-      consumed: string | number;
-      decided: string | number;
-    }[];
-    return { nonceFresh: Number(rows[0]!.consumed) === 1, decided: Number(rows[0]!.decided) === 1 };
+  claimApply(r: ApplyClaimRequest): Promise<boolean> {
+    return storeTransaction(this.ds, async (run) => {
+      if ((await this.run(run, CLAIM_APPLY, [r.claim.token, r.claim.until, r.id, r.kind, r.decider, r.now])).affected !== 1) return false;
+      await this.storeEvent(run, r.event);
+      return true;
+    });
   }
 
-  private decideSqlite(r: DecisionRequest): { nonceFresh: boolean; decided: boolean } {
-    const db = (this.ds.driver as unknown as { databaseConnection: SqliteConnection }).databaseConnection;
-    return db
-      .transaction(() => {
-        if (db.prepare(NONCE_INSERT_SQLITE).run(r.nonce, r.decider, r.id, r.decidedAt).changes !== 1) return { nonceFresh: false, decided: false };
-        const updated = db.prepare(DECIDE_SQLITE).run(r.decision, r.decider, r.decidedAt, r.rejectionReason ?? null, r.id, r.kind).changes;
-        return { nonceFresh: true, decided: updated === 1 };
-      })
-      .immediate();
+  async releaseApply(id: string, token: string): Promise<void> {
+    await this.update(RELEASE_APPLY, { id, token });
   }
 
-  async markApplied(id: string, at: string): Promise<void> {
-    const [sql, params] = this.repo.createQueryBuilder().update().set({ appliedAt: at }).where('id = :id AND applied_at IS NULL', { id }).getQueryAndParameters();
-    await writeSerially(this.ds, () => execute(this.ds, sql, params));
+  async markApplied(id: string, at: string, token: string): Promise<boolean> {
+    return (await this.update(MARK_APPLIED, { id, at, token })) === 1;
+  }
+
+  /** The signed governance event, and its leaf of the transparency log, in the caller's transaction. */
+  private async storeEvent(run: Run, event: Signed<GovernanceEvent>): Promise<void> {
+    appendToLog(run, [await insertAuditEvent(run, this.pg, event)]);
+  }
+
+  private run(run: Run, sql: string, params: unknown[]) {
+    return run(this.pg ? toPg(sql) : sql, params);
+  }
+
+  /** One conditional UPDATE with named parameters; returns the number of rows it changed. */
+  private async update(sql: string, params: Record<string, string>): Promise<number> {
+    const [query, values] = this.ds.driver.escapeQueryWithParameters(sql, params);
+    const result = await writeSerially(this.ds, () => execute(this.ds, query, values));
+    return result.affected ?? 0;
   }
 }
