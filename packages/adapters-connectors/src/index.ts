@@ -1,2 +1,2 @@
 export * from './sandbox-connector.js';
-export * from './connector-registry.js';
+export * from './egress/index.js';

@@ -1,9 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { ConnectorError } from '@ets/domain';
 import { SandboxConnector } from './sandbox-connector.js';
-import { StaticConnectorRegistry } from './connector-registry.js';
 
-const req = (parameters: Record<string, unknown>) => ({ businessTransactionId: 'id', action: 'sandbox:echo', parameters, intentHash: 'h' });
+const req = (parameters: Record<string, unknown>) => ({ businessTransactionId: 'id', action: 'sandbox:echo', parameters, intentHash: 'h', conditions: [] });
 
 describe('sandbox connector', () => {
   it('echoes the parameters', async () => {
@@ -18,11 +17,5 @@ describe('sandbox connector', () => {
     await expect(on.release(req({ sandboxFailure: 'before-send' }))).rejects.toMatchObject({ phase: 'before-send' });
     await expect(on.release(req({ sandboxFailure: 'after-send' }))).rejects.toBeInstanceOf(ConnectorError);
     await expect(on.release(req({ sandboxFailure: 'after-send' }))).rejects.toMatchObject({ phase: 'outcome-unknown' });
-  });
-
-  it('is found by the namespace of the action', () => {
-    const reg = new StaticConnectorRegistry([new SandboxConnector({ failureInjection: false })]);
-    expect(reg.find('sandbox:echo')?.namespace).toBe('sandbox');
-    expect(reg.find('payments:transfer')).toBeUndefined();
   });
 });

@@ -1,0 +1,3 @@
+export * from './https-egress.js';
+export * from './address-policy.js';
+export * from './resolver.js';

@@ -1,0 +1,2 @@
+export * from './dns-server.js';
+export * from './certificate-authority.js';
