@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { DomainError, recordingLogger } from '@ets/domain';
 import { createHttpApp } from './app.js';
@@ -21,6 +22,9 @@ const testRoutes: RouteModule = (t) => {
   });
   t.post('/keyed', { auth: 'key' }, (req, res) => {
     res.json({ body: req.body });
+  });
+  t.get('/things/:id', { auth: 'none' }, (req, res) => {
+    res.json({ id: req.params.id, query: req.query });
   });
 };
 
@@ -104,5 +108,130 @@ describe('central error handling (spec 2.1)', () => {
     const line = lines.find((l) => l.msg === 'request');
     expect(line?.obj).toMatchObject({ method: 'POST', path: '/echo', status: 200, requestId: res.headers['x-request-id'] });
     expect(JSON.stringify(lines)).not.toContain('pk_local_secret');
+  });
+});
+
+describe('the request input layer (CONTRACT "Requests, reads and lists")', () => {
+  const json = JSON.stringify({ a: 'b', n: 1 });
+  // Bytes as they are: superagent would serialise a Buffer as JSON under a JSON content type.
+  const post = (path = '/echo') => request(build().app).post(path).serialize((b: unknown) => b as string);
+  const UNSUPPORTED = { error: 'Request body must be JSON: Content-Type application/json (charset=utf-8, if any).' };
+
+  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON;Charset="UTF-8"'])('reads a body sent as %s', async (type) => {
+    const res = await post().set('content-type', type).send(json);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ body: { a: 'b', n: 1 } });
+  });
+
+  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'application/json; profile=x', 'application/jsonx', 'multipart/form-data; boundary=x', '*/*'])(
+    'answers 415 with the envelope to a body sent as %s',
+    async (type) => {
+      const res = await post().set('content-type', type).send(json);
+      expect(res.status).toBe(415);
+      expect(res.body).toEqual(UNSUPPORTED);
+    },
+  );
+
+  it('answers 415 to a body without a content type, and reads a request without a body as no body', async () => {
+    const untyped = await post().set('content-type', '').send(Buffer.from(json));
+    expect(untyped.status).toBe(415);
+    const none = await post();
+    expect(none.status).toBe(200);
+    expect(none.body).toEqual({ body: null });
+  });
+
+  it('keeps the {valid:false, errors} shape of a validation-shaped route on 415', async () => {
+    const res = await post('/validate-like').set('content-type', 'text/plain').send('x');
+    expect(res.status).toBe(415);
+    expect(res.body).toEqual({ valid: false, errors: [UNSUPPORTED.error] });
+  });
+
+  it.each([
+    ['gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+    ['GZIP', gzipSync],
+    ['identity', (b: Buffer) => b],
+  ])('inflates a body sent with Content-Encoding %s', async (coding, encode) => {
+    const res = await post().set('content-type', 'application/json').set('content-encoding', coding).send(encode(Buffer.from(json)));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ body: { a: 'b', n: 1 } });
+  });
+
+  it.each([
+    ['a plain body labelled gzip', 'gzip', Buffer.from(json)],
+    ['a truncated gzip stream', 'gzip', gzipSync(Buffer.from(json)).subarray(0, 12)],
+    ['a gzip stream cut before its trailer', 'gzip', gzipSync(Buffer.from(json)).subarray(0, -4)],
+    ['garbage labelled deflate', 'deflate', Buffer.from('not deflate at all')],
+    ['garbage labelled br', 'br', Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x02])],
+    ['an unknown coding', 'compress', Buffer.from(json)],
+    ['two codings', 'gzip, br', brotliCompressSync(gzipSync(Buffer.from(json)))],
+    ['zstd (not accepted, whatever Node supports)', 'zstd', Buffer.from(json)],
+  ])('answers 400, never 500, to %s', async (_what, coding, bytes) => {
+    const res = await post().set('content-type', 'application/json').set('content-encoding', coding).send(bytes);
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body)).toEqual(['error']);
+    expect(res.body.error).toMatch(/Content-Encoding/);
+  });
+
+  it('bounds the inflated size by the body limit: 413', async () => {
+    const bomb = gzipSync(Buffer.from(JSON.stringify({ a: 'x'.repeat(100_000) })));
+    expect(bomb.length).toBeLessThan(1024);
+    const res = await post().set('content-type', 'application/json').set('content-encoding', 'gzip').send(bomb);
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual({ error: 'Request body is too large.' });
+  });
+
+  it('answers 400 to numbers JSON does not carry exactly and to U+0000 in the body', async () => {
+    for (const text of ['{"n":9007199254740993}', '{"n":-9007199254740992}', '{"s":"a\\u0000"}', '{"k\\u0000":1}']) {
+      const res = await post().set('content-type', 'application/json').send(text);
+      expect(`${text} ${res.status}`).toBe(`${text} 400`);
+      expect(res.body.error).toMatch(/^Request body cannot be processed: /);
+    }
+    expect((await post().set('content-type', 'application/json').send('{"n":9007199254740991}')).body).toEqual({ body: { n: 9007199254740991 } });
+  });
+
+  it('answers 400 to U+0000 in a path parameter or the query, and to a path that is not percent-encoded UTF-8', async () => {
+    const { app } = build();
+    expect((await request(app).get('/things/a%00b')).body).toEqual({ error: "The path parameter 'id' must not hold U+0000." });
+    expect((await request(app).get('/things/a%00b')).status).toBe(400);
+    for (const query of ['?q=%00', '?q=a&q=b%00', '?k%00=1', '?a[b]=%00']) {
+      const res = await request(app).get(`/things/ok${query}`);
+      expect(`${query} ${res.status}`).toBe(`${query} 400`);
+      expect(res.body).toEqual({ error: 'The query string must not hold U+0000.' });
+    }
+    expect((await request(app).get('/things/%E0%A4%A')).status).toBe(400);
+    expect((await request(app).get('/things/a%2500?q=%2500')).body).toEqual({ id: 'a%00', query: { q: '%00' } });
+  });
+});
+
+describe('the audit of successful authentications', () => {
+  it('runs on every keyed route but those declared audit: false; identification runs on all of them', async () => {
+    const identified: string[] = [];
+    const audited: string[] = [];
+    const { app } = createHttpApp({
+      logger: memoryLogger().logger,
+      bodyLimitBytes: 1024,
+      modules: [
+        (t) => {
+          t.post('/dry-run', { auth: 'key', audit: false }, (_req, res) => res.json({ ok: true }));
+          t.post('/recorded', { auth: 'key' }, (_req, res) => res.json({ ok: true }));
+        },
+      ],
+      authenticate: {
+        identify: (req, _res, next) => {
+          identified.push(req.path);
+          next();
+        },
+        audit: (req, _res, next) => {
+          audited.push(req.path);
+          next();
+        },
+      },
+      limiters: {},
+    });
+    expect((await request(app).post('/dry-run').send({})).status).toBe(200);
+    expect((await request(app).post('/recorded').send({})).status).toBe(200);
+    expect({ identified, audited }).toEqual({ identified: ['/dry-run', '/recorded'], audited: ['/recorded'] });
   });
 });

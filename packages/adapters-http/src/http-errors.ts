@@ -7,7 +7,9 @@ export const STATUS_BY_KIND: Record<ErrorKind, number> = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  unprocessable: 422,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   rate_limited: 429,
   unavailable: 503,
   bad_gateway: 502,
@@ -23,7 +25,11 @@ export interface ErrorEnvelope {
 export const AUTHENTICATION_REQUIRED = 'authentication required';
 export const INTERNAL_ERROR = 'Internal Server Error';
 
-/** Errors that reach the central handler from Express itself (body parser, routing). */
+/**
+ * Errors that reach the central handler from Express itself (routing, and the body reader should
+ * it let one through). Every client error among them (4xx) is the client's, not a 500: a path
+ * parameter that does not percent-decode as UTF-8 is the one routing raises.
+ */
 export function fromFrameworkError(err: unknown): DomainError | undefined {
   if (err instanceof DomainError) return err;
   const e = err as { type?: string; status?: number; statusCode?: number } | undefined;
@@ -31,10 +37,8 @@ export function fromFrameworkError(err: unknown): DomainError | undefined {
   if (e?.type === 'entity.too.large' || status === 413) {
     return new DomainError('payload_too_large', 'Request body is too large.');
   }
-  if (e?.type === 'entity.parse.failed' || e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
-    return new DomainError('invalid', 'Request body is not valid JSON.');
-  }
-  if (e?.type === 'request.aborted') return new DomainError('invalid', 'Request body was not received completely.');
+  if (err instanceof URIError) return new DomainError('invalid', 'The request path is not valid percent-encoded UTF-8.');
+  if (typeof status === 'number' && status >= 400 && status < 500) return new DomainError('invalid', 'The request could not be read.');
   return undefined;
 }
 

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { createClient } from 'redis';
-import type { RequestHandler } from 'express';
-import { DomainError, recordingLogger, silentLogger, type Logger } from '@ets/domain';
+import { recordingLogger, silentLogger, type CallerDirectory } from '@ets/domain';
 import { createHttpApp } from './app.js';
+import { bearerAuthentication } from './middleware/authenticate.js';
 import { createRateLimiters, type RateLimiters, type RateLimitOptions } from './rate-limits.js';
 import type { RouteModule } from './route-table.js';
 
@@ -18,10 +18,11 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((l) => l.close()));
 });
 
-/** Fake routes of each kind; counts handler and authentication calls. */
-function build(limits: Partial<RateLimitOptions> = {}, opts: { handlerDelayMs?: number; trustProxy?: boolean } = {}) {
+/** Fake routes of each kind; counts handler calls, key checks and audited authentications. */
+function build(limits: Partial<RateLimitOptions> = {}, opts: { handlerDelayMs?: number; trustProxy?: boolean; auditDelayMs?: number } = {}) {
   const calls = { health: 0, public: 0, execute: 0, keyed: 0, validate: 0, authenticate: 0 };
-  const delay = () => new Promise((r) => setTimeout(r, opts.handlerDelayMs ?? 0));
+  const audited: { callerId: string | null; outcome: string }[] = [];
+  const delay = (ms = opts.handlerDelayMs ?? 0) => new Promise((r) => setTimeout(r, ms));
   const routes: RouteModule = (t) => {
     t.get('/health', { auth: 'none', limiter: 'health' }, (_req, res) => void (calls.health++, res.json({ status: 'UP' })));
     t.get('/public', { auth: 'none', limiter: 'public' }, (_req, res) => void (calls.public++, res.json({ ok: true })));
@@ -37,26 +38,27 @@ function build(limits: Partial<RateLimitOptions> = {}, opts: { handlerDelayMs?: 
     });
     t.post('/validate-like', { auth: 'none', limiter: 'public', errorShape: 'validation' }, (_req, res) => void (calls.validate++, res.json({ valid: true, errors: [] })));
   };
-  const authenticate: RequestHandler = (req, res, next) => {
-    calls.authenticate++;
-    const callerId = KEYS[(req.get('authorization') ?? '').replace(/^Bearer /, '')];
-    if (!callerId) return next(new DomainError('unauthenticated', 'authentication required'));
-    res.locals.caller = { callerId };
-    next();
+  const directory: CallerDirectory = {
+    authenticate: (raw) => {
+      calls.authenticate++;
+      const callerId = KEYS[raw];
+      return callerId ? { callerId, allowedCapabilities: [], allowedPrincipalIds: [], allowedTenantIds: [] } : undefined;
+    },
   };
+  // Storing an audit event takes a moment, as a database write does.
+  const audit = { record: async (e: { callerId: string | null; outcome: string }) => void (await delay(opts.auditDelayMs ?? 0), audited.push(e)) };
   const rl = createRateLimiters({ executePerMinute: 100, healthPerMinute: 100, authFailurePerMinute: 100, publicPerMinute: 100, ...limits });
   open.push(rl);
   const { app } = createHttpApp({
     logger: silentLogger,
     bodyLimitBytes: 1024,
     modules: [routes],
-    authenticate,
+    authenticate: bearerAuthentication({ directory, audit, failureLimit: rl.authFailure }),
     limiters: rl.limiters,
     callerLimiters: rl.callerLimiters,
-    authFailure: rl.authFailure,
     trustProxy: opts.trustProxy,
   });
-  return { app, calls, rl };
+  return { app, calls, rl, audited };
 }
 
 function expectRateLimited(res: request.Response, maxRetryAfter = 60) {
@@ -166,20 +168,47 @@ describe('failed-authentication limit (spec 5.10, 8)', () => {
     expect(calls.keyed).toBe(12);
   });
 
-  it('locks an IP out after its failures: even a valid key then gets 429 without authentication running', async () => {
-    const { app, calls } = build({ authFailurePerMinute: 2 });
+  it('refuses failures over the limit with 429, unaudited, and never a valid key from the same address', async () => {
+    const { app, calls, audited } = build({ authFailurePerMinute: 2 });
     expect((await keyed(app)).status).toBe(401);
     expect((await keyed(app, 'wrong')).status).toBe(401);
-    expect(calls.authenticate).toBe(2);
-
-    expectRateLimited(await keyed(app, 'key-a'));
     expectRateLimited(await keyed(app, 'wrong'));
-    const exec = await request(app).post('/execute').set('authorization', 'Bearer key-b').send({ a: 1 });
-    expectRateLimited(exec);
-    expect(calls.authenticate).toBe(2);
-    expect(calls.keyed + calls.execute).toBe(0);
-    // Public routes are not affected by the lock-out.
+    expectRateLimited(await keyed(app));
+    expect(audited.filter((e) => e.outcome === 'FAILURE')).toHaveLength(2);
+
+    expect((await keyed(app, 'key-a')).body).toEqual({ caller: 'caller-a' });
+    const exec = await request(app).post('/execute').set('authorization', 'Bearer key-b').set('content-type', 'application/json').send('{"a":1}');
+    expect(exec.body).toEqual({ caller: 'caller-b' });
+    expect(calls.keyed + calls.execute).toBe(2);
+    expect(audited.filter((e) => e.outcome === 'SUCCESS')).toHaveLength(2);
+    // Public routes are not affected.
     expect((await request(app).get('/public')).status).toBe(200);
+  });
+
+  it('lets at most the limit of 300 concurrent bad keys through to 401 and the audit; a valid key keeps getting 200 meanwhile', async () => {
+    const { app, audited } = build({ authFailurePerMinute: 30 }, { auditDelayMs: 5 });
+    const server = app.listen(0);
+    try {
+      const bad = Array.from({ length: 300 }, (_, i) => keyed(server, `wrong-${i}`));
+      const good = Array.from({ length: 30 }, () => keyed(server, 'key-a'));
+      const [badResults, goodResults] = await Promise.all([Promise.all(bad), Promise.all(good)]);
+      const statuses = badResults.map((r) => r.status);
+      expect(statuses.filter((s) => s === 401)).toHaveLength(30);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(270);
+      expect(goodResults.map((r) => r.status)).toEqual(Array(30).fill(200));
+      expect(audited.filter((e) => e.outcome === 'FAILURE')).toHaveLength(30);
+      expect((await keyed(server, 'key-a')).status).toBe(200);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('counts a request with two Authorization headers as a failure', async () => {
+    const { app, audited } = build({ authFailurePerMinute: 1 });
+    const twice = () => request(app).get('/keyed').set('authorization', ['Bearer key-a', 'Bearer key-a'] as unknown as string);
+    expect((await twice()).status).toBe(401);
+    expectRateLimited(await twice());
+    expect(audited).toEqual([expect.objectContaining({ callerId: null, outcome: 'FAILURE' })]);
   });
 
   it('counts failures only, interleaved with successes', async () => {
@@ -188,19 +217,20 @@ describe('failed-authentication limit (spec 5.10, 8)', () => {
     expect((await keyed(app, 'key-a')).status).toBe(200);
     expect((await keyed(app, 'key-a')).status).toBe(200);
     expect((await keyed(app, 'wrong')).status).toBe(401);
-    expectRateLimited(await keyed(app, 'key-a'));
+    expectRateLimited(await keyed(app, 'wrong'));
+    expect((await keyed(app, 'key-a')).status).toBe(200);
   });
 
-  it('lifts the lock-out when the window ends', async () => {
+  it('answers failures with 401 again when the window ends', async () => {
     let t = Date.parse('2026-03-01T10:00:00Z');
     const { app } = build({ authFailurePerMinute: 1, now: () => t });
     expect((await keyed(app, 'wrong')).status).toBe(401);
     t += 59_000;
-    const locked = await keyed(app, 'key-a');
+    const locked = await keyed(app, 'wrong');
     expectRateLimited(locked);
     expect(locked.headers['retry-after']).toBe('1');
     t += 1_000;
-    expect((await keyed(app, 'key-a')).status).toBe(200);
+    expect((await keyed(app, 'wrong')).status).toBe(401);
   });
 });
 
@@ -217,8 +247,8 @@ describe('shared Redis store (SVC_REDIS_URL)', () => {
     await admin.close();
   });
 
-  const buildShared = async (limits: Partial<RateLimitOptions>) => {
-    const b = build({ ...limits, store: { redisUrl: REDIS_URL, prefix } });
+  const buildShared = async (limits: Partial<RateLimitOptions>, sub = '') => {
+    const b = build({ ...limits, store: { redisUrl: REDIS_URL, prefix: `${prefix}${sub}` } });
     await b.rl.ready();
     return b;
   };
@@ -232,16 +262,35 @@ describe('shared Redis store (SVC_REDIS_URL)', () => {
     expectRateLimited(await request(two.app).get('/public'));
     expect(one.calls.public + two.calls.public).toBe(3);
 
-    // A failure seen by one instance locks the IP out on the other.
+    // A failure seen by one instance counts on the other; a valid key is still served there.
     expect((await request(one.app).get('/keyed').set('authorization', 'Bearer wrong')).status).toBe(401);
-    await new Promise((r) => setTimeout(r, 50)); // the failure is counted when the response finishes
-    expectRateLimited(await request(two.app).get('/keyed').set('authorization', 'Bearer key-a'));
-    expect(two.calls.authenticate).toBe(0);
+    expectRateLimited(await request(two.app).get('/keyed').set('authorization', 'Bearer wrong'));
+    expect((await request(two.app).get('/keyed').set('authorization', 'Bearer key-a')).status).toBe(200);
+    expect(one.audited.length + two.audited.length).toBe(2); // one failure, one success
 
     await admin.connect();
     const keys: string[] = [];
     for await (const batch of admin.scanIterator({ MATCH: `${prefix}*`, COUNT: 100 })) keys.push(...batch);
     expect(keys.map((k) => k.slice(prefix.length).replace(/:.*/, '')).sort()).toEqual(['auth-failure', 'public']);
+  });
+
+  it('lets at most the limit of 300 concurrent bad keys on two instances through to 401; a valid key keeps getting 200', async () => {
+    const one = await buildShared({ authFailurePerMinute: 30 }, 'concurrent:');
+    const two = await buildShared({ authFailurePerMinute: 30 }, 'concurrent:');
+    const servers = [one.app.listen(0), two.app.listen(0)];
+    try {
+      const results = await Promise.all(
+        Array.from({ length: 330 }, (_, i) => request(servers[i % 2]!).get('/keyed').set('authorization', i % 11 === 0 ? 'Bearer key-a' : `Bearer wrong-${i}`)),
+      );
+      const bad = results.filter((_, i) => i % 11 !== 0).map((r) => r.status);
+      expect(bad).toHaveLength(300);
+      expect(bad.filter((s) => s === 401)).toHaveLength(30);
+      expect(bad.filter((s) => s === 429)).toHaveLength(270);
+      expect(results.filter((_, i) => i % 11 === 0).map((r) => r.status)).toEqual(Array(30).fill(200));
+      expect([...one.audited, ...two.audited].filter((e) => e.outcome === 'FAILURE')).toHaveLength(30);
+    } finally {
+      for (const s of servers) s.close();
+    }
   });
 
   it('keeps serving, and limiting per instance, when Redis cannot be reached', async () => {

@@ -3,6 +3,7 @@ import { ipKeyGenerator, rateLimit, type ClientRateLimitInfo, type Options as Li
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import { createClient } from 'redis';
 import { DomainError, silentLogger, type Logger } from '@ets/domain';
+import type { FailedAuthenticationLimit } from './middleware/authenticate.js';
 
 /**
  * Rate limits of spec 8. Every limit counts over a fixed window of one minute:
@@ -11,8 +12,9 @@ import { DomainError, silentLogger, type Logger } from '@ets/domain';
  * - `public`: every other public route (docs, key discovery, public verify, handbook), per IP.
  * - `execute`: `POST /execute`, per authenticated caller id; mounted after authentication, and
  *   only when authentication is enabled (the composition root decides).
- * - `authFailure`: requests that end in 401, per IP; mounted before authentication on every keyed
- *   route, so an IP that is locked out gets 429 without its key being checked (or audited).
+ * - `authFailure`: failed authentications, per IP; authentication counts a request only once its
+ *   key has failed, so a valid key is never refused, and answers a failure over the limit with 429
+ *   instead of 401 (neither signed nor stored).
  *
  * A refused request reaches no handler: the limiter passes a `rate_limited` DomainError to the
  * central error handler (429, `{"error":"Rate limit exceeded. Try again later.","code":"RATE_LIMITED"}`)
@@ -44,22 +46,31 @@ export interface RateLimitOptions {
   now?: () => number;
   /** Store outages and limiter misconfigurations are logged here (never a URL or a key). */
   logger?: Logger;
+  /** Told about every refusal (metrics), by limiter name. */
+  onRefusal?(limiter: LimiterStoreName): void;
 }
+
+/** Whether the shared store (Redis) is in use now: `UP`, or `DOWN` while each instance counts on its own. */
+export type SharedStoreState = 'UP' | 'DOWN';
 
 export interface RateLimiters {
   /** For `createHttpApp({ limiters })`: applied first on public routes. */
   limiters: { health: RequestHandler; public: RequestHandler };
   /** For `createHttpApp({ callerLimiters })`: applied after authentication, keyed by caller. */
   callerLimiters: { execute: RequestHandler };
-  /** For `createHttpApp({ authFailure })`: applied before authentication on keyed routes. */
-  authFailure: RequestHandler;
+  /** For `bearerAuthentication({ failureLimit })`: counts failed authentications. */
+  authFailure: FailedAuthenticationLimit;
   /** Resolves once the shared store is connected and usable (at once for the memory store). */
   ready(): Promise<void>;
   /** Closes the Redis connection, if any. Call on shutdown. */
   close(): Promise<void>;
+  /** The shared store's state; undefined when the counts are per process by configuration. */
+  sharedStoreState(): SharedStoreState | undefined;
 }
 
-type StoreName = 'health' | 'public' | 'execute' | 'auth-failure';
+export const LIMITER_STORE_NAMES = ['health', 'public', 'execute', 'auth-failure'] as const;
+export type LimiterStoreName = (typeof LIMITER_STORE_NAMES)[number];
+type StoreName = LimiterStoreName;
 
 export function createRateLimiters(options: RateLimitOptions): RateLimiters {
   const now = options.now ?? Date.now;
@@ -69,11 +80,18 @@ export function createRateLimiters(options: RateLimitOptions): RateLimiters {
     const local = new WindowMemoryStore(now);
     return shared ? shared.store(name, local) : local;
   };
-  const refuse = refusal(now);
+  const refusalOf = (name: StoreName): Refusal => {
+    const refuse = rateLimited(now);
+    return (res, resetTime) => {
+      options.onRefusal?.(name);
+      return refuse(res, resetTime);
+    };
+  };
   const libraryLogger = { warn: (e: unknown, m?: string) => logger.warn({ err: describe(e) }, m), error: (e: unknown, m?: string) => logger.warn({ err: describe(e) }, m) };
 
-  const limiter = (name: StoreName, limit: number, keyGenerator: (req: Request, res: Response) => string): RequestHandler =>
-    rateLimit({
+  const limiter = (name: StoreName, limit: number, keyGenerator: (req: Request, res: Response) => string): RequestHandler => {
+    const refusal = refusalOf(name);
+    return rateLimit({
       windowMs: RATE_LIMIT_WINDOW_MS,
       limit,
       keyGenerator,
@@ -84,8 +102,9 @@ export function createRateLimiters(options: RateLimitOptions): RateLimiters {
       // the request is let through rather than refused.
       passOnStoreError: true,
       logger: libraryLogger,
-      handler: (req, res, next) => refuse(res, next, (req as Request & { rateLimit?: ClientRateLimitInfo }).rateLimit?.resetTime),
+      handler: (req, res, next) => next(refusal(res, (req as Request & { rateLimit?: ClientRateLimitInfo }).rateLimit?.resetTime)),
     });
+  };
 
   return {
     limiters: {
@@ -93,9 +112,10 @@ export function createRateLimiters(options: RateLimitOptions): RateLimiters {
       public: limiter('public', options.publicPerMinute, clientIpKey),
     },
     callerLimiters: { execute: limiter('execute', options.executePerMinute, callerKey) },
-    authFailure: authFailureLimiter(storeFor('auth-failure'), options.authFailurePerMinute, refuse, logger),
+    authFailure: failedAuthenticationLimit(storeFor('auth-failure'), options.authFailurePerMinute, refusalOf('auth-failure'), logger),
     ready: () => shared?.ready() ?? Promise.resolve(),
     close: () => shared?.close() ?? Promise.resolve(),
+    sharedStoreState: () => shared?.state(),
   };
 }
 
@@ -104,46 +124,46 @@ export function clientIpKey(req: Request): string {
   return ipKeyGenerator(req.ip ?? req.socket.remoteAddress ?? 'unknown');
 }
 
-/** The authenticated caller (`res.locals.caller`); the IP only if the limiter is mis-mounted. */
+/**
+ * The authenticated caller (`res.locals.caller`); the IP for a caller nobody authenticated (the
+ * simple profile without SVC_API_KEY) and if the limiter is mis-mounted.
+ */
 export function callerKey(req: Request, res: Response): string {
-  const callerId = (res.locals.caller as { callerId?: unknown } | undefined)?.callerId;
-  return typeof callerId === 'string' ? `caller:${callerId}` : `ip:${clientIpKey(req)}`;
+  const caller = res.locals.caller as { callerId?: unknown; unauthenticated?: boolean } | undefined;
+  return typeof caller?.callerId === 'string' && caller.unauthenticated !== true ? `caller:${caller.callerId}` : `ip:${clientIpKey(req)}`;
 }
 
-type Refuse = (res: Response, next: NextFunction, resetTime: Date | undefined) => void;
+/** Sets `Retry-After` (seconds until the window ends) and returns the 429 to answer. */
+type Refusal = (res: Response, resetTime: Date | undefined) => DomainError;
 
-function refusal(now: () => number): Refuse {
-  return (res, next, resetTime) => {
+function rateLimited(now: () => number): Refusal {
+  return (res, resetTime) => {
     const seconds = resetTime ? Math.ceil((resetTime.getTime() - now()) / 1000) : RATE_LIMIT_WINDOW_MS / 1000;
     res.setHeader('Retry-After', String(Math.max(1, seconds)));
-    next(new DomainError('rate_limited', RATE_LIMITED_MESSAGE, 'RATE_LIMITED'));
+    return new DomainError('rate_limited', RATE_LIMITED_MESSAGE, 'RATE_LIMITED');
   };
 }
 
 /**
- * Counts only requests that end in 401, and refuses an IP that has used its budget before
- * authentication runs. Unlike express-rate-limit's `skipSuccessfulRequests` (which counts every
- * request while it is in flight and takes successful ones back when they finish), a caller with
- * many concurrent, correctly authenticated requests is never refused here.
+ * Counts only failed authentications, and only after the key has failed: unlike a limiter in front
+ * of authentication, it never refuses a valid key, however many failures came from its address.
+ * The count is taken by the increment itself (synchronously in this process, `INCR` in Redis), so
+ * that concurrent failures cannot all read a count under the limit: at most `limit` failures per
+ * address and window are answered 401 (and audited), across every instance sharing the store.
  */
-function authFailureLimiter(store: Store, limit: number, refuse: Refuse, logger: Logger): RequestHandler {
+function failedAuthenticationLimit(store: Store, limit: number, refusal: Refusal, logger: Logger): FailedAuthenticationLimit {
   void Promise.resolve(store.init?.({ windowMs: RATE_LIMIT_WINDOW_MS } as LimiterOptions)).catch(() => undefined);
-  return async (req, res, next) => {
-    const key = clientIpKey(req);
-    let info: ClientRateLimitInfo | undefined;
-    try {
-      info = await store.get?.(key);
-    } catch (e) {
-      logger.warn({ err: describe(e) }, 'auth-failure rate limit: store failed, request let through');
-    }
-    if (info && info.totalHits >= limit) return refuse(res, next, info.resetTime);
-    res.once('finish', () => {
-      if (res.statusCode !== 401) return;
-      Promise.resolve(store.increment(key)).catch((e: unknown) =>
-        logger.warn({ err: describe(e) }, 'auth-failure rate limit: store failed, failure not counted'),
-      );
-    });
-    next();
+  return {
+    async countFailure(req, res) {
+      let info: ClientRateLimitInfo;
+      try {
+        info = await store.increment(clientIpKey(req));
+      } catch (e) {
+        logger.warn({ err: describe(e) }, 'auth-failure rate limit: store failed, failure not counted');
+        return undefined;
+      }
+      return info.totalHits > limit ? refusal(res, info.resetTime) : undefined;
+    },
   };
 }
 
@@ -264,6 +284,10 @@ class SharedRedis {
 
   ready(): Promise<void> {
     return this.firstHealthy;
+  }
+
+  state(): SharedStoreState {
+    return this.healthy && this.client.isReady ? 'UP' : 'DOWN';
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,8 @@ import type { Request, Response } from 'express';
  * rate limiting and body parsing are applied in one order for all of them, and so that the OpenAPI
  * document can be checked against exactly what is mounted.
  */
-export type AuthMode = 'none' | 'key';
+/** `simple-key`: the attestation-simple profile's SVC_API_KEY when it is set, else none (spec 5.5). */
+export type AuthMode = 'none' | 'key' | 'simple-key';
 export type LimiterName = 'health' | 'public' | 'execute';
 export type Method = 'get' | 'post' | 'put' | 'delete';
 export type Handler = (req: Request, res: Response) => unknown;
@@ -19,6 +20,26 @@ export interface RouteOptions {
    * `POST /policies/validate`: every status but 401 answers `{valid:false, errors}`.
    */
   errorShape?: 'envelope' | 'validation';
+  /**
+   * The route reads whole signed records of unbounded size (Trust Records), to send them or to
+   * parse, hash, check or sign over them: it waits for a place at the process's record-read gate
+   * (read-gate.ts) after authentication and, for a route with a body, after the body is read.
+   */
+  heavyRead?: true;
+  /**
+   * The successful authentication's signed event is not stored before the handler runs: it is put
+   * in `res.locals.pendingAudit` for the handler to hand to the execution pipeline, whose first
+   * commit stores it with the request's record, and the handler settles it (stores it if nothing
+   * did) before it answers. One durable commit instead of two on the hot path; never an answer, and
+   * never a release, before the event is stored.
+   */
+  auditInPipeline?: true;
+  /**
+   * `false`: a successful authentication of this route is not recorded as a signed audit event.
+   * For the dry runs of profile A (`/evaluate`, `/simulate`), which write nothing at all (spec 6).
+   * A failed authentication is audited as on every keyed route.
+   */
+  audit?: false;
 }
 
 export interface RouteSpec extends RouteOptions {
@@ -45,6 +66,19 @@ export class RouteTable {
 }
 
 export type RouteModule = (table: RouteTable) => void;
+
+/**
+ * A module without some of its routes (`'post /execute'`), for the profile that mounts its own
+ * shape of them (CONTRACT "Profiles": `/execute`, `/verify` and `/health` take the configured
+ * profile's shape).
+ */
+export const excluding =
+  (module: RouteModule, ...routes: string[]): RouteModule =>
+  (t) => {
+    const kept = new RouteTable();
+    module(kept);
+    for (const r of kept.routes) if (!routes.includes(`${r.method} ${r.path}`)) t.routes.push(r);
+  };
 
 /** `/keys/:keyId` → `/keys/{keyId}` */
 export const toOpenApiPath = (expressPath: string): string => expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');

@@ -2,8 +2,10 @@
  * JSON parsing that refuses a document with a duplicate key in any object. JSON.parse silently
  * keeps the last duplicate, so `{"a":1,"a":2}` and `{"a":2}` would be different bytes that hash and
  * sign as the same object; a trust service must refuse the ambiguity instead (issue 3, item 5).
+ * For the same reason it refuses a number whose written value is not the value of the double it
+ * parses to (see `assertExactNumber`).
  *
- * The scan runs over the raw text before JSON.parse does the real work. Keys are compared after
+ * The scan runs over the raw text after JSON.parse has accepted it. Keys are compared after
  * unescaping, so `"a"` and `"\u0061"` are the same key.
  */
 export class JsonSyntaxError extends Error {
@@ -17,7 +19,10 @@ export class DuplicateKeyError extends Error {
   }
 }
 
-/** Data that is valid JSON but cannot be canonicalised, hashed or signed (RFC 8785): refused up front. */
+/**
+ * Data that is valid JSON but that the service refuses up front (400): what cannot be
+ * canonicalised, hashed or signed (RFC 8785) as it was sent, and what no store can hold.
+ */
 export class UnrepresentableJsonError extends Error {
   override readonly name = 'UnrepresentableJsonError';
 }
@@ -39,20 +44,26 @@ export function parseStrictJson(text: string): unknown {
   return value;
 }
 
-/** Every number finite (1e400 parses as Infinity) and every string and key well-formed UTF-16. */
-function assertRepresentable(value: unknown): void {
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new UnrepresentableJsonError('a number is out of range');
-  } else if (typeof value === 'string') {
-    if (!value.isWellFormed()) throw new UnrepresentableJsonError('a string holds an unpaired surrogate');
+/**
+ * Every string and key well-formed UTF-16 and free of U+0000, which PostgreSQL text cannot hold
+ * and no id, name or reason needs. (Numbers are checked on their text, by the scan.)
+ */
+function assertRepresentable(value: unknown, at = '$'): void {
+  if (typeof value === 'string') {
+    assertText(value, `the string at ${at}`);
   } else if (Array.isArray(value)) {
-    for (const v of value) assertRepresentable(v);
+    value.forEach((v, i) => assertRepresentable(v, `${at}[${i}]`));
   } else if (value !== null && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
-      if (!k.isWellFormed()) throw new UnrepresentableJsonError('a key holds an unpaired surrogate');
-      assertRepresentable(v);
+      assertText(k, `a key in ${at}`);
+      assertRepresentable(v, `${at}.${k}`);
     }
   }
+}
+
+function assertText(s: string, what: string): void {
+  if (!s.isWellFormed()) throw new UnrepresentableJsonError(`${what} holds an unpaired surrogate`);
+  if (s.includes('\u0000')) throw new UnrepresentableJsonError(`${what} holds U+0000`);
 }
 
 /** Assumes `text` is valid JSON (JSON.parse accepted it). */
@@ -100,7 +111,10 @@ function assertNoDuplicateKeys(text: string): void {
       readString();
       return;
     }
+    const start = i;
     skipScalar();
+    // A number starts with `-` or a digit (true, false and null with a letter).
+    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) assertExactNumber(text.slice(start, i), at);
   };
   const object = (at: string): void => {
     i++; // {
@@ -148,4 +162,52 @@ function assertNoDuplicateKeys(text: string): void {
     }
   };
   value('$');
+}
+
+/** Up to 15 digits without fraction or exponent: always a safe integer, held exactly (the common case). */
+const SHORT_INTEGER = /^-?\d{1,15}$/;
+
+/**
+ * A number token (valid JSON) whose value is the value of the double it parses to, as RFC 8785
+ * writes that double back (the shortest text that reads as it, `String(n)`), and within
+ * ±(2^53 − 1). Otherwise the signed record would hold another value than the one sent:
+ * `9007199254740993` becomes 9007199254740992 (beyond 2^53 neighbouring integers share one double),
+ * `1e-400` becomes 0, `0.30000000000000000000000001` becomes 0.3. `1.0`, `1e2`, `0.1` and `-0` are
+ * the values of their doubles: accepted. Such values must be sent as strings.
+ */
+function assertExactNumber(token: string, at: string): void {
+  if (SHORT_INTEGER.test(token)) return;
+  const n = Number(token);
+  if (!(Math.abs(n) <= Number.MAX_SAFE_INTEGER)) {
+    throw new UnrepresentableJsonError(`the number at ${at} is beyond ±(2^53 − 1), which a JSON number does not carry exactly; send such a value as a string`);
+  }
+  const carried = String(n);
+  if (decimalValue(token) !== decimalValue(carried)) {
+    throw new UnrepresentableJsonError(`the number at ${at} is not one a JSON number carries exactly (it would be stored and signed as ${carried}); send such a value as a string`);
+  }
+}
+
+/**
+ * The decimal value of a number's text (JSON grammar, or `String(n)` with its `e+`) in one form,
+ * so that two texts of one value compare equal: `0` for zero of either sign, else
+ * `<sign><digits>e<point>` for the value 0.<digits> × 10^<point>, the digits without leading or
+ * trailing zeros.
+ */
+function decimalValue(text: string): string {
+  const negative = text.charCodeAt(0) === 0x2d;
+  const e = text.search(/[eE]/);
+  const mantissa = text.slice(negative ? 1 : 0, e < 0 ? text.length : e);
+  const exponent = e < 0 ? 0 : Number(text.slice(e + 1));
+  const dot = mantissa.indexOf('.');
+  const whole = dot < 0 ? mantissa : mantissa.slice(0, dot);
+  let digits = dot < 0 ? mantissa : whole + mantissa.slice(dot + 1);
+  let point = whole.length + exponent;
+  let lead = 0;
+  while (lead < digits.length && digits.charCodeAt(lead) === 0x30) lead++;
+  let end = digits.length;
+  while (end > lead && digits.charCodeAt(end - 1) === 0x30) end--;
+  if (lead === end) return '0';
+  digits = digits.slice(lead, end);
+  point -= lead;
+  return `${negative ? '-' : ''}${digits}e${point}`;
 }

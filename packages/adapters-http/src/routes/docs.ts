@@ -1,9 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { marked } from 'marked';
+import { DomainError } from '@ets/domain';
 import type { Response } from 'express';
 import type { RouteModule } from '../route-table.js';
-import { renderReference, type OpenApiDocument } from './reference-page.js';
-import { buildOpenApiDocument, openApiYaml, type OpenApiProfile } from '../openapi-document.js';
+import { renderGuide } from './guide-page.js';
+import { loadReferenceAssets, REFERENCE_PAGE } from './reference-page.js';
+import { buildOpenApiDocument, openApiYaml, type OpenApiDocument, type OpenApiProfile } from '../openapi-document.js';
 
 const GUIDE_DIR = new URL('../../assets/guide/', import.meta.url);
 
@@ -23,10 +24,13 @@ export const OPENAPI: OpenApiDocument = buildOpenApiDocument('transaction');
 export const OPERATOR_GUIDE_MARKDOWN = readGuide();
 
 /**
- * Everything a page needs is inline: no script, font or style comes from another host, so the
- * documentation works air-gapped. The CSP makes that a rule the browser enforces.
+ * Nothing a page needs comes from another host, so the documentation works air-gapped; the CSP
+ * makes that a rule the browser enforces. The guide and the forms need no script at all; the API
+ * reference runs the bundled Swagger UI from this service only (`'self'`, no inline script).
  */
 export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const REFERENCE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 export const PAGE_STYLE = `
 body{font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1b1f24;background:#fafbfc}
@@ -40,12 +44,18 @@ table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #d0d7de;padd
 .m{display:inline-block;min-width:56px;font-weight:700;font-family:ui-monospace,monospace}
 .m.get{color:#0a6e31}.m.post{color:#9a4b00}.auth{font-size:12px;border-radius:10px;padding:1px 8px;margin-left:8px;background:#eef1f4}
 .auth.key{background:#fff1c2}
+h1 .anchor,h2 .anchor,h3 .anchor,h4 .anchor{visibility:hidden;text-decoration:none;color:#8c959f;font-weight:400}
+h1:hover .anchor,h2:hover .anchor,h3:hover .anchor,h4:hover .anchor{visibility:visible}
+nav.toc{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:4px 20px 12px;margin:20px 0}
+nav.toc h2{border:0;margin-top:12px;font-size:1.1em}nav.toc ol{margin:4px 0;padding-left:22px}nav.toc a{text-decoration:none}
+form.lead{display:flex;gap:8px;flex-wrap:wrap;margin:16px 0}form.lead input{font:inherit;padding:6px 10px;min-width:280px}
+form.lead button{font:inherit;padding:6px 14px;cursor:pointer}.error{color:#b3261e;font-weight:600}
 `;
 
 export function htmlPage(title: string, bodyHtml: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title><style>${PAGE_STYLE}</style></head>
+<title>${escapeHtml(title)}</title><link rel="icon" href="data:,"><style>${PAGE_STYLE}</style></head>
 <body><nav class="top"><a href="/documentation">Operator guide</a><a href="/reference">API reference</a><a href="/openapi.yaml">openapi.yaml</a></nav>
 <main>${bodyHtml}</main></body></html>`;
 }
@@ -53,21 +63,32 @@ export function htmlPage(title: string, bodyHtml: string): string {
 export const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-export function sendPage(res: Response, html: string): void {
+export function sendPage(res: Response, html: string, status = 200): void {
   res.setHeader('Content-Security-Policy', PAGE_CSP);
-  res.type('html').send(html);
+  res.status(status).type('html').send(html);
 }
+
+const ASSET_CACHE = 'public, max-age=86400';
 
 export const docsRoutes = (options: { profile?: OpenApiProfile } = {}): RouteModule => {
   const document = options.profile && options.profile !== 'transaction' ? buildOpenApiDocument(options.profile) : OPENAPI;
   const yaml = openApiYaml(document);
-  const guide = htmlPage('Execution Trust Service: operator guide', marked.parse(OPERATOR_GUIDE_MARKDOWN, { async: false }));
-  const reference = htmlPage('Execution Trust Service: API reference', renderReference(document));
+  const guide = htmlPage('Execution Trust Service: operator guide', renderGuide(OPERATOR_GUIDE_MARKDOWN));
+  const assets = loadReferenceAssets();
   return (t) => {
     t.get('/openapi.yaml', { auth: 'none', limiter: 'public' }, (_req, res) => {
       res.type('application/yaml').send(yaml);
     });
     t.get('/documentation', { auth: 'none', limiter: 'public' }, (_req, res) => sendPage(res, guide));
-    t.get('/reference', { auth: 'none', limiter: 'public' }, (_req, res) => sendPage(res, reference));
+    t.get('/reference', { auth: 'none', limiter: 'public' }, (_req, res) => {
+      res.setHeader('Content-Security-Policy', REFERENCE_CSP);
+      res.type('html').send(REFERENCE_PAGE);
+    });
+    t.get('/reference/assets/:file', { auth: 'none', limiter: 'public' }, (req, res) => {
+      const asset = assets.get(String(req.params.file));
+      if (!asset) throw new DomainError('not_found', 'No such file.');
+      res.setHeader('Cache-Control', ASSET_CACHE);
+      res.type(asset.type).send(asset.body);
+    });
   };
 };

@@ -1,20 +1,26 @@
 import {
   DomainError,
   isVerifiedHuman,
+  servedIntentStatus,
   UUID_V1_TO_V5,
+  type AuthenticationAudit,
   type ExecutionService,
   type ExecutionStore,
-  type IntentResolution,
   type IntentState,
   type SignatureVerifier,
+  type StoredIntent,
 } from '@ets/domain';
-import type { Request } from 'express';
-import { callerOf } from '../middleware/authenticate.js';
+import type { Request, Response } from 'express';
+import { callerOf, pendingAuditOf } from '../middleware/authenticate.js';
+import { readScope } from '../middleware/read-scope.js';
 import type { RouteModule } from '../route-table.js';
+import { jsonWithTexts, sendJsonText, streamTextPage } from './json-text.js';
 import { readPaging } from './paging.js';
 
 export interface ExecutionRoutesDeps {
   service: ExecutionService;
+  /** Stores a request's authentication event when the pipeline did not (see RouteOptions.auditInPipeline). */
+  audit: Pick<AuthenticationAudit, 'settle'>;
   store: ExecutionStore;
   verifier: SignatureVerifier;
   clock: { now(): Date };
@@ -25,11 +31,32 @@ const isRecord = (v: unknown, recordType: string): v is Record<string, unknown> 
   typeof v === 'object' && v !== null && !Array.isArray(v) && (v as Record<string, unknown>).recordType === recordType && typeof (v as Record<string, unknown>).signature === 'string';
 
 const INTENT_STATES: IntentState[] = ['PREPARED', 'RELEASED', 'FINALIZED', 'ERRORED', 'RESOLVED'];
+const INTENT_NOT_FOUND = () => new DomainError('not_found', 'Execution Intent not found.', 'EXECUTION_INTENT_NOT_FOUND');
+
+/** `state=A,B` of `GET /execution-intents`; default the states that need reconciliation. */
+function readStates(query: Record<string, unknown>): IntentState[] {
+  const raw = query.state === undefined ? 'PREPARED,ERRORED' : query.state;
+  const states = typeof raw === 'string' ? raw.split(',').map((s) => s.trim().toUpperCase()) : [];
+  if (states.length === 0 || states.some((s) => !INTENT_STATES.includes(s as IntentState))) {
+    throw new DomainError('invalid', `state must be a comma-separated list of ${INTENT_STATES.join(', ')}.`);
+  }
+  return [...new Set(states)] as IntentState[];
+}
 
 /** Profile T execution routes (spec 4.1, 2.4, 7). */
 export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) => {
-  t.post('/execute', { auth: 'key', limiter: 'execute' }, async (req, res) => {
-    const outcome = await deps.service.run(callerOf(res), req.body, 'release');
+  /** The pipeline's run, its authentication event stored (with its first record, or here) before anything is answered. */
+  const run = async (res: Response, body: unknown, mode: 'release' | 'record') => {
+    const pending = pendingAuditOf(res);
+    try {
+      return await deps.service.run(callerOf(res), body, mode, pending);
+    } finally {
+      if (pending) await deps.audit.settle(pending);
+    }
+  };
+
+  t.post('/execute', { auth: 'key', limiter: 'execute', auditInPipeline: true }, async (req, res) => {
+    const outcome = await run(res, req.body, 'release');
     if (outcome.kind === 'pending-override') {
       res.status(202).json({
         businessTransactionId: outcome.record.businessTransactionId,
@@ -48,8 +75,8 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
     });
   });
 
-  t.post('/transactions', { auth: 'key' }, async (req, res) => {
-    const outcome = await deps.service.run(callerOf(res), req.body, 'record');
+  t.post('/transactions', { auth: 'key', auditInPipeline: true }, async (req, res) => {
+    const outcome = await run(res, req.body, 'record');
     res.status(201).json({
       businessTransactionId: outcome.record.businessTransactionId,
       status: 'RECORDED',
@@ -60,30 +87,35 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
 
   t.get('/transactions', { auth: 'key' }, async (req, res) => {
     const { page, pageSize } = readPaging(req.query);
-    res.json(await deps.store.listClaims(page, pageSize));
+    res.json(await deps.store.listClaims(readScope(res), page, pageSize));
   });
 
-  t.get('/transactions/:id', { auth: 'key' }, async (req, res) => {
+  t.get('/transactions/:id', { auth: 'key', heavyRead: true }, async (req, res) => {
     const id = idParam(req);
-    const claim = await deps.store.getClaim(id);
+    const scope = readScope(res);
+    const claim = await deps.store.getClaim(id, scope);
     if (!claim) throw new DomainError('not_found', 'Business Transaction not found.');
-    const [trustRecord, refusal] = await Promise.all([deps.store.getTrustRecord(id), claim.outcome === 'REFUSED' ? deps.store.getRefusal(id) : undefined]);
-    res.json({ ...claim, trustRecord: trustRecord ?? null, refusal: refusal ?? null });
+    const [trustRecord, refusal] = await Promise.all([
+      deps.store.getTrustRecordText(id, scope),
+      claim.outcome === 'REFUSED' ? deps.store.getRefusal(id, scope) : undefined,
+    ]);
+    sendJsonText(req, res, jsonWithTexts(claim, { trustRecord, refusal: refusal && JSON.stringify(refusal) }));
   });
 
-  t.get('/trust-records', { auth: 'key' }, async (req, res) => {
+  // Chain order, oldest first; streamed from the stored texts (see json-text.ts, read-gate.ts).
+  t.get('/trust-records', { auth: 'key', heavyRead: true }, async (req, res) => {
     const { page, pageSize } = readPaging(req.query);
-    res.json(await deps.store.listTrustRecords(page, pageSize));
+    await streamTextPage(req, res, await deps.store.listTrustRecordTexts(readScope(res), page, pageSize));
   });
 
-  t.get('/trust-records/:id', { auth: 'key' }, async (req, res) => {
-    const record = await deps.store.getTrustRecord(idParam(req));
-    if (!record) throw new DomainError('not_found', 'Execution Trust Record not found.');
-    res.json(record);
+  t.get('/trust-records/:id', { auth: 'key', heavyRead: true }, async (req, res) => {
+    const text = await deps.store.getTrustRecordText(idParam(req), readScope(res));
+    if (text === undefined) throw new DomainError('not_found', 'Execution Trust Record not found.');
+    sendJsonText(req, res, text);
   });
 
   t.get('/refusal/:id', { auth: 'key' }, async (req, res) => {
-    const refusal = await deps.store.getRefusal(idParam(req));
+    const refusal = await deps.store.getRefusal(idParam(req), readScope(res));
     if (!refusal) throw new DomainError('not_found', 'Refusal Record not found.');
     res.json(refusal);
   });
@@ -94,18 +126,17 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
   });
 
   t.get('/execution-intents', { auth: 'key' }, async (req, res) => {
-    const raw = typeof req.query.state === 'string' ? req.query.state : 'PREPARED,ERRORED';
-    const states = raw.split(',').map((s) => s.trim().toUpperCase());
-    if (states.some((s) => !INTENT_STATES.includes(s as IntentState))) {
-      throw new DomainError('invalid', `state must be a comma-separated list of ${INTENT_STATES.join(', ')}.`);
-    }
-    res.json({ intents: await deps.store.listIntents(states as IntentState[], 500) });
+    const states = readStates(req.query);
+    const { page, pageSize } = readPaging(req.query);
+    const listed = await deps.store.listIntents(states, readScope(res), page, pageSize);
+    const now = deps.clock.now();
+    res.json({ ...listed, items: listed.items.map((i) => served(i, now)) });
   });
 
   t.get('/execution-intents/:id', { auth: 'key' }, async (req, res) => {
-    const found = await deps.store.getIntent(idParam(req));
-    if (!found) throw new DomainError('not_found', 'Execution Intent not found.', 'EXECUTION_INTENT_NOT_FOUND');
-    res.json(found);
+    const found = await deps.store.getIntent(idParam(req), readScope(res));
+    if (!found) throw INTENT_NOT_FOUND();
+    res.json(served(found, deps.clock.now()));
   });
 
   t.post('/execution-intents/verify', { auth: 'none', limiter: 'public' }, (req, res) => {
@@ -132,20 +163,27 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
         'EXECUTION_INTENT_RESOLUTION_INVALID',
       );
     }
-    const current = await deps.store.getIntent(id);
-    if (!current) throw new DomainError('not_found', 'Execution Intent not found.', 'EXECUTION_INTENT_NOT_FOUND');
-    const previousState = current.status.state;
-    if (previousState !== 'PREPARED' && previousState !== 'ERRORED') {
-      throw new DomainError('conflict', `An Execution Intent in state ${previousState} cannot be resolved; only PREPARED or ERRORED can.`, 'EXECUTION_INTENT_NOT_RESOLVABLE');
+    const now = deps.clock.now();
+    const at = now.toISOString();
+    const done = await deps.store.resolve(id, { found: body.found, note: body.note, resolvedBy: caller.callerId, resolvedAt: at }, at);
+    switch (done.outcome) {
+      case 'not-found':
+        throw INTENT_NOT_FOUND();
+      case 'not-resolvable':
+        throw new DomainError('conflict', `An Execution Intent in state ${done.state} cannot be resolved; only PREPARED or ERRORED can.`, 'EXECUTION_INTENT_NOT_RESOLVABLE');
+      case 'in-flight':
+        throw new DomainError(
+          'conflict',
+          `The request of this Execution Intent is still in flight: it may still release the action. It can be resolved once the request has ended, at the latest after ${done.until}.`,
+          'EXECUTION_INTENT_NOT_RESOLVABLE',
+        );
     }
-    const at = deps.clock.now().toISOString();
-    const resolution: IntentResolution = { found: body.found, note: body.note, resolvedBy: caller.callerId, resolvedAt: at, previousState };
-    if (!(await deps.store.resolve(id, resolution, at))) {
-      throw new DomainError('conflict', 'The Execution Intent changed state meanwhile and cannot be resolved.', 'EXECUTION_INTENT_NOT_RESOLVABLE');
-    }
-    res.json(await deps.store.getIntent(id));
+    res.json(served((await deps.store.getIntent(id, readScope(res)))!, now));
   });
 };
+
+/** An intent as served: its status says whether its request is still in flight. */
+const served = (found: StoredIntent, now: Date): StoredIntent => ({ intent: found.intent, status: servedIntentStatus(found.status, now) });
 
 function verification(verifier: SignatureVerifier, record: Record<string, unknown>) {
   const r = verifier.verify(record);

@@ -6,6 +6,11 @@ export interface OperationsDeps {
   /** Internal build identifier (spec 9.1): not a product release number. */
   buildId: string;
   profile: string;
+  /**
+   * The shared rate-limit store's state, when one is configured (SVC_REDIS_URL). Redis down does not
+   * make the instance NOT_READY: its limiters count on their own meanwhile (degraded, not down).
+   */
+  redis?: () => 'UP' | 'DOWN';
 }
 
 /** Liveness, readiness and build identity (spec 4.1). */
@@ -16,8 +21,9 @@ export const operationsRoutes = (deps: OperationsDeps): RouteModule => (t) => {
 
   t.get('/ready', { auth: 'none', limiter: 'health' }, async (_req, res) => {
     const r = await deps.storageHealth.readiness();
-    if (r.ready) res.json({ status: 'READY' });
-    else res.status(503).json({ status: 'NOT_READY', reason: r.reason });
+    const redis = deps.redis ? { redis: deps.redis() } : {};
+    if (r.ready) res.json({ status: 'READY', ...redis });
+    else res.status(503).json({ status: 'NOT_READY', reason: r.reason, ...redis });
   });
 
   t.get('/version', { auth: 'key' }, (_req, res) => {

@@ -1,6 +1,7 @@
 import type { PolicyGovernance, PolicyService } from '@ets/domain';
 import { callerOf } from '../middleware/authenticate.js';
 import type { RouteModule } from '../route-table.js';
+import { readPaging } from './paging.js';
 
 export interface PolicyRoutesDeps {
   policies: PolicyService;
@@ -25,7 +26,7 @@ export const policyRoutes = (deps: PolicyRoutesDeps): RouteModule => (t) => {
   });
 
   t.get('/policies/pending-changes', { auth: 'key' }, async (req, res) => {
-    res.json(await deps.governance.list(req.query.status));
+    res.json(await deps.governance.list({ status: req.query.status, ...readPaging(req.query) }));
   });
 
   t.post('/policies/:name/:version/pending-changes', { auth: 'key' }, async (req, res) => {

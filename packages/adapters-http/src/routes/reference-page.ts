@@ -1,70 +1,42 @@
-import { marked } from 'marked';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export interface OpenApiOperation {
-  summary?: string;
-  description?: string;
-  security?: unknown[];
-  parameters?: (OpenApiParameter | { $ref: string })[];
-  requestBody?: { content?: Record<string, { schema?: unknown; example?: unknown }> };
-  responses?: Record<string, { description?: string; content?: Record<string, { example?: unknown }> }>;
-  tags?: string[];
+/**
+ * The interactive API reference: Swagger UI from the `swagger-ui-dist` package, served by the
+ * service itself from `/reference/assets/` so that it works air-gapped, started by a script file
+ * of ours (no inline script) on `/openapi.yaml`.
+ */
+const distDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+const ownDir = fileURLToPath(new URL('../../assets/reference/', import.meta.url));
+
+export interface ReferenceAsset {
+  type: 'text/javascript' | 'text/css';
+  body: string;
 }
 
-export interface OpenApiParameter {
-  name: string;
-  in: string;
-  required?: boolean;
-  description?: string;
+/** A source-map comment would make a browser's developer tools ask for a file we do not serve. */
+const withoutSourceMap = (text: string): string => text.replace(/\n?\/[*/]# sourceMappingURL=\S+(?: \*\/)?\s*$/, '\n');
+
+export function loadReferenceAssets(): Map<string, ReferenceAsset> {
+  const read = (dir: string, file: string) => withoutSourceMap(readFileSync(path.join(dir, file), 'utf8'));
+  return new Map<string, ReferenceAsset>([
+    ['swagger-ui-bundle.js', { type: 'text/javascript', body: read(distDir, 'swagger-ui-bundle.js') }],
+    ['swagger-ui.css', { type: 'text/css', body: read(distDir, 'swagger-ui.css') }],
+    ['reference.js', { type: 'text/javascript', body: read(ownDir, 'reference.js') }],
+    ['reference.css', { type: 'text/css', body: read(ownDir, 'reference.css') }],
+  ]);
 }
 
-export interface OpenApiDocument {
-  components?: { parameters?: Record<string, OpenApiParameter>; responses?: Record<string, { description?: string }> };
-  openapi: string;
-  info: { title: string; version: string; description?: string };
-  paths: Record<string, Record<string, OpenApiOperation>>;
-  security?: unknown[];
-}
-
-const esc = (s: string): string =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-const md = (s: string | undefined): string => (s ? marked.parse(s, { async: false }) : '');
-
-/** A readable, script-free rendering of the OpenAPI document. */
-export function renderReference(doc: OpenApiDocument): string {
-  const ops: string[] = [];
-  const byTag = new Map<string, string[]>();
-  for (const [path, item] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(item)) {
-      if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
-      const isPublic = Array.isArray(op.security) && op.security.length === 0;
-      const params = (op.parameters ?? [])
-        .map((p) => resolveRef(doc, p) as OpenApiParameter)
-        .map((p) => `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${p.required ? 'yes' : 'no'}</td><td>${esc(p.description ?? '')}</td></tr>`)
-        .join('');
-      const responses = Object.entries(op.responses ?? {})
-        .map(([status, r]) => `<tr><td>${esc(status)}</td><td>${md((resolveRef(doc, r) as { description?: string }).description)}</td></tr>`)
-        .join('');
-      const example = op.requestBody?.content?.['application/json']?.example;
-      const html = `<div class="op" id="${esc(method + path)}"><div><span class="m ${method}">${method.toUpperCase()}</span><code>${esc(path)}</code>
-<span class="auth ${isPublic ? 'none' : 'key'}">${isPublic ? 'public' : 'bearer key'}</span></div>
-${op.summary ? `<p><strong>${esc(op.summary)}</strong></p>` : ''}${md(op.description)}
-${params ? `<table><tr><th>parameter</th><th>in</th><th>required</th><th></th></tr>${params}</table>` : ''}
-${example !== undefined ? `<p>Example request body:</p><pre><code>${esc(JSON.stringify(example, null, 2))}</code></pre>` : ''}
-${responses ? `<table><tr><th>status</th><th>meaning</th></tr>${responses}</table>` : ''}</div>`;
-      const tag = op.tags?.[0] ?? 'Other';
-      byTag.set(tag, [...(byTag.get(tag) ?? []), html]);
-    }
-  }
-  for (const [tag, list] of byTag) ops.push(`<h2>${esc(tag)}</h2>${list.join('\n')}`);
-  return `<h1>${esc(doc.info.title)} <small>(OpenAPI ${esc(doc.openapi)}, document ${esc(doc.info.version)})</small></h1>
-${md(doc.info.description)}${ops.join('\n')}`;
-}
-
-/** Follows a local `#/components/...` reference; anything else is returned as it is. */
-function resolveRef(doc: OpenApiDocument, value: unknown): unknown {
-  const ref = (value as { $ref?: unknown })?.$ref;
-  if (typeof ref !== 'string' || !ref.startsWith('#/')) return value;
-  let node: unknown = doc;
-  for (const part of ref.slice(2).split('/')) node = (node as Record<string, unknown> | undefined)?.[part];
-  return node ?? value;
-}
+export const REFERENCE_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Execution Trust Service: API reference</title><link rel="icon" href="data:,">
+<link rel="stylesheet" href="/reference/assets/swagger-ui.css"><link rel="stylesheet" href="/reference/assets/reference.css">
+</head><body>
+<nav class="top"><a href="/documentation">Operator guide</a><a href="/reference">API reference</a><a href="/openapi.yaml">openapi.yaml</a></nav>
+<div id="swagger-ui"></div>
+<noscript><p style="padding:0 32px">The interactive reference needs JavaScript. The document itself is <a href="/openapi.yaml">/openapi.yaml</a>.</p></noscript>
+<script src="/reference/assets/swagger-ui-bundle.js"></script>
+<script src="/reference/assets/reference.js"></script>
+</body></html>`;
