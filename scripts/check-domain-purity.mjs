@@ -8,7 +8,7 @@ import path from 'node:path';
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', 'packages', 'domain', 'src');
 const FORBIDDEN = [
   'express', 'express-rate-limit', 'typeorm', 'pg', 'better-sqlite3', 'jose', 'inversify', 'reflect-metadata',
-  'class-validator', 'class-transformer', 'pino', 'dotenv', 'canonicalize', '@noble/post-quantum', '@noble/hashes',
+  'class-validator', 'class-transformer', 'pino', 'dotenv', 'canonicalize', '@noble/post-quantum', '@noble/hashes', 'pkcs11js',
   'crypto', 'fs', 'fs/promises', 'path', 'http', 'https', 'http2', 'net', 'tls', 'dns', 'dgram', 'child_process',
   'cluster', 'os', 'worker_threads', 'process', 'readline', 'stream', 'zlib', 'v8', 'vm',
   '@ets/adapters-http', '@ets/adapters-persistence', '@ets/adapters-crypto', '@ets/adapters-connectors', '@ets/server',

@@ -2,20 +2,42 @@ import 'reflect-metadata';
 import { Container } from 'inversify';
 import type { DataSource } from 'typeorm';
 import {
+  TypeOrmAttestationStore,
   TypeOrmExecutionStore,
+  TypeOrmExternalConnectorStore,
   TypeOrmHandbookLeadStore,
   TypeOrmAuditEventStore,
   TypeOrmPendingChangeStore,
   TypeOrmPolicyStore,
   TypeOrmReceiptStore,
   TypeOrmStorageHealth,
+  TypeOrmTransparencyLog,
   TypeOrmVerificationStore,
+  TypeOrmSignalSourceStore,
+  TypeOrmAuthorityGrantStore,
+  TypeOrmSingleUseLedger,
 } from '@ets/adapters-persistence';
-import { Ed25519StepUpVerifier, JwksSignatureVerifier, KeyRingSigner, Sha256Hasher, type KeyRing } from '@ets/adapters-crypto';
 import {
+  Ed25519SourceProofs,
+  Ed25519StepUpVerifier,
+  JwksSignatureVerifier,
+  JwsProofSigner,
+  KeyRingReleaseSigner,
+  KeyRingSigner,
+  NoteCheckpointSigner,
+  Sha256Hasher,
+  type ServiceSigningKeys,
+} from '@ets/adapters-crypto';
+import {
+  attestationRoutes,
   bearerAuthentication,
+  businessValidationRoutes,
   createHttpApp,
+  excluding,
+  readsEverything,
+  simpleKeyAuthentication,
   executionRoutes,
+  externalConnectorRoutes,
   isAuthDisabled,
   createRateLimiters,
   handbookRoutes,
@@ -26,16 +48,40 @@ import {
   operationsRoutes,
   policyRoutes,
   signingKeyRoutes,
+  transparencyLogRoutes,
   type HttpApp,
   type RouteModule,
   verificationRoutes,
 } from '@ets/adapters-http';
 import {
+  AttestationAudit,
+  AttestationRuntime,
+  AttestationService,
+  AttestationVerifier,
+  ExecutionConfirmation,
+  OverrideService,
+  SecurityEvents,
+  type AttestationStore,
+  type PolicyCatalog,
+  type ProofSigner,
   AuthenticationAudit,
+  CheckpointPublisher,
   GovernanceAudit,
   CompilingPolicyCatalog,
   ExecutionService,
-  type ConnectorRegistry,
+  ExternalConnectorGovernance,
+  GovernedConnectorRegistry,
+  type ExternalConnectorStore,
+  type Egress,
+  ApprovalChecker,
+  AuthorityGrantGovernance,
+  SandboxApprovals,
+  SignalSourceClient,
+  SignalSourceGovernance,
+  type AuthorityGrantStore,
+  type SignalSourceStore,
+  type SingleUseLedger,
+  type SourceProofVerifier,
   type ExecutionStore,
   PolicyGovernance,
   PolicyService,
@@ -51,18 +97,23 @@ import {
   type Logger,
   type SignatureVerifier,
   type Signer,
+  type SigningKeyCustody,
   type StorageHealth,
   VerificationService,
   type ReceiptStore,
+  type TransparencyLog,
   type VerificationStore,
 } from '@ets/domain';
 import type { Settings } from './config/settings.js';
 import { ApiKeyDirectory } from './keys/api-keys.js';
-import { SandboxConnector, StaticConnectorRegistry } from '@ets/adapters-connectors';
+import { HttpsEgress, SandboxConnector } from '@ets/adapters-connectors';
 import { sandboxPipelineHooks } from './runtime/sandbox-hooks.js';
 import { sandboxJournal } from './runtime/sandbox-journal.js';
 import { TOKENS } from './tokens.js';
-import { randomIds, systemClock } from './runtime/system.js';
+import { randomIds, randomNonces, systemClock } from './runtime/system.js';
+import { DEMO_APPROVER_PUBLIC_KEY_PEM, demoApproverSigner } from './runtime/demo-approver.js';
+import type { ServiceMetrics } from './metrics/service-metrics.js';
+import { PublishedCheckpointFile } from './runtime/published-checkpoint-file.js';
 
 /** What is opened before the container is built (async resources). */
 export interface OpenedResources {
@@ -70,9 +121,11 @@ export interface OpenedResources {
   logger: Logger;
   dataSource: DataSource;
   buildId: string;
-  keyRing: KeyRing;
+  signingKeys: ServiceSigningKeys;
   apiKeys: readonly ApiKeyRecord[];
   clock?: Clock;
+  /** Prometheus metrics (SVC_METRICS_PORT): when given, the ports below are wrapped to feed them. */
+  metrics?: ServiceMetrics;
 }
 
 /**
@@ -82,6 +135,9 @@ export interface OpenedResources {
 export function buildContainer(res: OpenedResources): Container {
   const c = new Container({ defaultScope: 'Singleton' });
   const get = <T>(ctx: { get<U>(id: symbol): U }, id: symbol): T => ctx.get<T>(id);
+  // Metrics decorate the ports here, never inside them (service-metrics.ts).
+  const m = res.metrics;
+  const timedStore = <T extends object>(name: string, store: T): T => (m ? m.store(name, store) : store);
 
   c.bind<Settings>(TOKENS.Settings).toConstantValue(res.settings);
   c.bind<Logger>(TOKENS.Logger).toConstantValue(res.logger);
@@ -89,25 +145,35 @@ export function buildContainer(res: OpenedResources): Container {
   c.bind<string>(TOKENS.BuildId).toConstantValue(res.buildId);
   c.bind<Clock>(TOKENS.Clock).toConstantValue(res.clock ?? systemClock);
   c.bind<IdGenerator>(TOKENS.IdGenerator).toConstantValue(randomIds);
-  c.bind<KeyRing>(TOKENS.KeyRing).toConstantValue(res.keyRing);
+  c.bind<ServiceSigningKeys>(TOKENS.SigningKeys).toConstantValue(res.signingKeys);
+  // Which provider holds the keys (disk | env | pkcs11): profile A's /health reports it as signing_mode.
+  c.bind<SigningKeyCustody>(TOKENS.SigningKeyCustody).toConstantValue(res.signingKeys);
 
   // Adapters
   c.bind<StorageHealth>(TOKENS.StorageHealth).toDynamicValue((ctx) => new TypeOrmStorageHealth(get(ctx, TOKENS.DataSource)));
-  c.bind<AuditEventStore>(TOKENS.AuditEventStore).toDynamicValue((ctx) => new TypeOrmAuditEventStore(get(ctx, TOKENS.DataSource)));
+  c.bind<AuditEventStore>(TOKENS.AuditEventStore).toDynamicValue((ctx) => timedStore('audit-events', new TypeOrmAuditEventStore(get(ctx, TOKENS.DataSource))));
   c.bind<Hasher>(TOKENS.Hasher).toConstantValue(new Sha256Hasher());
-  c.bind<Signer>(TOKENS.Signer).toDynamicValue((ctx) => new KeyRingSigner(get<KeyRing>(ctx, TOKENS.KeyRing)));
-  c.bind<SignatureVerifier>(TOKENS.SignatureVerifier).toDynamicValue((ctx) => new JwksSignatureVerifier(get<KeyRing>(ctx, TOKENS.KeyRing)));
+  c.bind<Signer>(TOKENS.Signer).toDynamicValue((ctx) => {
+    const signer = new KeyRingSigner(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys));
+    return m ? m.signer(signer) : signer;
+  });
+  c.bind<SignatureVerifier>(TOKENS.SignatureVerifier).toDynamicValue((ctx) => new JwksSignatureVerifier(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)));
   c.bind<CallerDirectory>(TOKENS.CallerDirectory).toConstantValue(new ApiKeyDirectory(res.apiKeys));
-  c.bind<PolicyStore>(TOKENS.PolicyStore).toDynamicValue((ctx) => new TypeOrmPolicyStore(get(ctx, TOKENS.DataSource)));
-  c.bind<PendingChangeStore>(TOKENS.PendingChangeStore).toDynamicValue((ctx) => new TypeOrmPendingChangeStore(get(ctx, TOKENS.DataSource)));
+  c.bind<PolicyStore>(TOKENS.PolicyStore).toDynamicValue((ctx) => timedStore('policies', new TypeOrmPolicyStore(get(ctx, TOKENS.DataSource))));
+  c.bind<PendingChangeStore>(TOKENS.PendingChangeStore).toDynamicValue((ctx) => timedStore('pending-changes', new TypeOrmPendingChangeStore(get(ctx, TOKENS.DataSource))));
   c.bind<StepUpSignatureVerifier>(TOKENS.StepUpSignatureVerifier).toConstantValue(new Ed25519StepUpVerifier());
+  c.bind<Egress>(TOKENS.Egress).toDynamicValue((ctx) => {
+    const { egress } = get<Settings>(ctx, TOKENS.Settings);
+    const https = new HttpsEgress({ dnsServers: egress.dnsServers, allowCidrs: egress.allowCidrs, extraCaPem: egress.extraCa?.pem });
+    return m ? m.egress(https) : https;
+  });
 
   // Domain services
   c.bind<AuthenticationAudit>(TOKENS.AuthenticationAudit).toDynamicValue(
     (ctx) => new AuthenticationAudit(get(ctx, TOKENS.Signer), get(ctx, TOKENS.AuditEventStore), get(ctx, TOKENS.Clock), get(ctx, TOKENS.IdGenerator)),
   );
   c.bind<GovernanceAudit>(TOKENS.GovernanceAudit).toDynamicValue(
-    (ctx) => new GovernanceAudit(get(ctx, TOKENS.Signer), get(ctx, TOKENS.AuditEventStore), get(ctx, TOKENS.Clock), get(ctx, TOKENS.IdGenerator)),
+    (ctx) => new GovernanceAudit(get(ctx, TOKENS.Signer), get(ctx, TOKENS.Clock), get(ctx, TOKENS.IdGenerator)),
   );
   c.bind<PolicyService>(TOKENS.PolicyService).toDynamicValue((ctx) => new PolicyService(get(ctx, TOKENS.PolicyStore)));
   c.bind<PolicyGovernance>(TOKENS.PolicyGovernance).toDynamicValue(
@@ -123,14 +189,38 @@ export function buildContainer(res: OpenedResources): Container {
       }),
   );
 
+  // Published, approved policy versions, compiled once (both profiles decide by them).
+  c.bind<PolicyCatalog>(TOKENS.PolicyCatalog).toDynamicValue((ctx) => new CompilingPolicyCatalog(get<PolicyStore>(ctx, TOKENS.PolicyStore)));
+
   // Execution pipeline (profile T)
-  c.bind<ExecutionStore>(TOKENS.ExecutionStore).toDynamicValue((ctx) => new TypeOrmExecutionStore(get(ctx, TOKENS.DataSource)));
-  c.bind<ConnectorRegistry>(TOKENS.ConnectorRegistry).toDynamicValue((ctx) => {
+  c.bind<ExecutionStore>(TOKENS.ExecutionStore).toDynamicValue((ctx) => timedStore('execution', new TypeOrmExecutionStore(get(ctx, TOKENS.DataSource))));
+  c.bind<ExternalConnectorStore>(TOKENS.ExternalConnectorStore).toDynamicValue((ctx) => new TypeOrmExternalConnectorStore(get(ctx, TOKENS.DataSource)));
+  c.bind<GovernedConnectorRegistry>(TOKENS.ConnectorRegistry).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
-    return new StaticConnectorRegistry([
-      new SandboxConnector({ failureInjection: settings.sandbox, journal: settings.sandbox ? sandboxJournal(settings.dataDir) : undefined }),
-    ]);
+    const registrations = get<ExternalConnectorStore>(ctx, TOKENS.ExternalConnectorStore);
+    return new GovernedConnectorRegistry(
+      [new SandboxConnector({ failureInjection: settings.sandbox, journal: settings.sandbox ? sandboxJournal(settings.dataDir) : undefined })],
+      registrations,
+      {
+        egress: get(ctx, TOKENS.Egress),
+        signer: new KeyRingReleaseSigner(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)),
+        clock: get(ctx, TOKENS.Clock),
+        ids: get(ctx, TOKENS.IdGenerator),
+        issuer: settings.issuer,
+        registrations,
+      },
+    );
   });
+  c.bind<ExternalConnectorGovernance>(TOKENS.ExternalConnectorGovernance).toDynamicValue(
+    (ctx) =>
+      new ExternalConnectorGovernance({
+        ...governedKindDeps(ctx),
+        registrations: get(ctx, TOKENS.ExternalConnectorStore),
+        egress: get(ctx, TOKENS.Egress),
+        reservedNamespaces: get<GovernedConnectorRegistry>(ctx, TOKENS.ConnectorRegistry).reservedNamespaces,
+      }),
+  );
+  bindBusinessValidation(c, res);
   c.bind<ExecutionService>(TOKENS.ExecutionService).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     return new ExecutionService({
@@ -139,16 +229,31 @@ export function buildContainer(res: OpenedResources): Container {
       hasher: get(ctx, TOKENS.Hasher),
       clock: get(ctx, TOKENS.Clock),
       ids: get(ctx, TOKENS.IdGenerator),
-      policies: new CompilingPolicyCatalog(get<PolicyStore>(ctx, TOKENS.PolicyStore)),
+      policies: get(ctx, TOKENS.PolicyCatalog),
       connectors: get(ctx, TOKENS.ConnectorRegistry),
       hooks: settings.sandbox ? sandboxPipelineHooks() : undefined,
+      sources: get(ctx, TOKENS.SignalSourceClient),
+      grants: get(ctx, TOKENS.AuthorityGrantStore),
+      approvals: get(ctx, TOKENS.ApprovalChecker),
       isAuthDisabled,
     });
   });
 
+  // Transparency log: appended by the stores in their transactions; checkpoints and proofs here.
+  c.bind<TransparencyLog>(TOKENS.TransparencyLog).toDynamicValue((ctx) => new TypeOrmTransparencyLog(get(ctx, TOKENS.DataSource)));
+  c.bind<CheckpointPublisher>(TOKENS.CheckpointPublisher).toDynamicValue(
+    (ctx) =>
+      new CheckpointPublisher({
+        log: get(ctx, TOKENS.TransparencyLog),
+        signer: new NoteCheckpointSigner(get<Settings>(ctx, TOKENS.Settings).logOrigin, get(ctx, TOKENS.Signer), get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)),
+        published: new PublishedCheckpointFile(get<Settings>(ctx, TOKENS.Settings).dataDir),
+        clock: get(ctx, TOKENS.Clock),
+      }),
+  );
+
   // Verification, receipts, replay
-  c.bind<VerificationStore>(TOKENS.VerificationStore).toDynamicValue((ctx) => new TypeOrmVerificationStore(get(ctx, TOKENS.DataSource)));
-  c.bind<ReceiptStore>(TOKENS.ReceiptStore).toDynamicValue((ctx) => new TypeOrmReceiptStore(get(ctx, TOKENS.DataSource)));
+  c.bind<VerificationStore>(TOKENS.VerificationStore).toDynamicValue((ctx) => timedStore('verifications', new TypeOrmVerificationStore(get(ctx, TOKENS.DataSource))));
+  c.bind<ReceiptStore>(TOKENS.ReceiptStore).toDynamicValue((ctx) => timedStore('receipts', new TypeOrmReceiptStore(get(ctx, TOKENS.DataSource))));
   c.bind<VerificationService>(TOKENS.VerificationService).toDynamicValue(
     (ctx) =>
       new VerificationService({
@@ -161,26 +266,68 @@ export function buildContainer(res: OpenedResources): Container {
         hasher: get(ctx, TOKENS.Hasher),
         clock: get(ctx, TOKENS.Clock),
         ids: get(ctx, TOKENS.IdGenerator),
+        transparency: get(ctx, TOKENS.CheckpointPublisher),
       }),
   );
+
+  bindAttestation(c, res);
 
   // HTTP
   c.bind<RouteModule[]>(TOKENS.RouteModules).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
+    // CONTRACT "Profiles": profile A mounts its own shapes of these; everything else is in every profile.
+    const shaped = settings.profile === 'transaction' ? [] : ['post /execute', 'post /verify', 'get /health'];
+    const profileT = (m: RouteModule) => excluding(m, ...shaped);
     return [
-      operationsRoutes({ storageHealth: get(ctx, TOKENS.StorageHealth), buildId: get(ctx, TOKENS.BuildId), profile: settings.profile }),
+      profileT(
+        operationsRoutes({
+          storageHealth: get(ctx, TOKENS.StorageHealth),
+          buildId: get(ctx, TOKENS.BuildId),
+          profile: settings.profile,
+          redis: settings.redisUrl ? () => get<RateLimiters>(ctx, TOKENS.RateLimiters).sharedStoreState() ?? 'DOWN' : undefined,
+        }),
+      ),
       docsRoutes({ profile: settings.profile }),
       identityRoutes({ auditEvents: get(ctx, TOKENS.AuditEventStore), verifier: get(ctx, TOKENS.SignatureVerifier) }),
-      signingKeyRoutes(get<KeyRing>(ctx, TOKENS.KeyRing)),
+      signingKeyRoutes(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)),
       policyRoutes({ policies: get(ctx, TOKENS.PolicyService), governance: get(ctx, TOKENS.PolicyGovernance) }),
-      executionRoutes({
-        service: get(ctx, TOKENS.ExecutionService),
-        store: get(ctx, TOKENS.ExecutionStore),
-        verifier: get(ctx, TOKENS.SignatureVerifier),
-        clock: get(ctx, TOKENS.Clock),
+      externalConnectorRoutes({ governance: get(ctx, TOKENS.ExternalConnectorGovernance) }),
+      businessValidationRoutes({
+        sources: get(ctx, TOKENS.SignalSourceGovernance),
+        grants: get(ctx, TOKENS.AuthorityGrantGovernance),
+        sandboxApprovals: settings.sandbox
+          ? new SandboxApprovals({ signer: demoApproverSigner, hasher: get(ctx, TOKENS.Hasher), clock: get(ctx, TOKENS.Clock), ids: get(ctx, TOKENS.IdGenerator), nonces: randomNonces })
+          : undefined,
       }),
-      verificationRoutes({ service: get(ctx, TOKENS.VerificationService) }),
+      profileT(
+        executionRoutes({
+          service: get(ctx, TOKENS.ExecutionService),
+          audit: get(ctx, TOKENS.AuthenticationAudit),
+          store: get(ctx, TOKENS.ExecutionStore),
+          verifier: get(ctx, TOKENS.SignatureVerifier),
+          clock: get(ctx, TOKENS.Clock),
+        }),
+      ),
+      profileT(verificationRoutes({ service: get(ctx, TOKENS.VerificationService) })),
+      transparencyLogRoutes({
+        log: get(ctx, TOKENS.TransparencyLog),
+        publisher: get(ctx, TOKENS.CheckpointPublisher),
+        records: get(ctx, TOKENS.ExecutionStore),
+        hasher: get(ctx, TOKENS.Hasher),
+      }),
       handbookRoutes({ leads: new TypeOrmHandbookLeadStore(get(ctx, TOKENS.DataSource)), clock: get(ctx, TOKENS.Clock), downloadUrl: '/documentation' }),
+      attestationRoutes({
+        profile: settings.profile,
+        service: get(ctx, TOKENS.AttestationService),
+        verifier: get(ctx, TOKENS.AttestationVerifier),
+        overrides: get(ctx, TOKENS.OverrideService),
+        confirmation: get(ctx, TOKENS.ExecutionConfirmation),
+        audit: get(ctx, TOKENS.AttestationAudit),
+        runtime: get(ctx, TOKENS.AttestationRuntime),
+        store: get(ctx, TOKENS.AttestationStore),
+        clock: get(ctx, TOKENS.Clock),
+        signingMode: get<SigningKeyCustody>(ctx, TOKENS.SigningKeyCustody).provider,
+      }),
     ];
   });
 
@@ -190,26 +337,134 @@ export function buildContainer(res: OpenedResources): Container {
       ...settings.rateLimits,
       store: settings.redisUrl ? { redisUrl: settings.redisUrl } : 'memory',
       logger: get(ctx, TOKENS.Logger),
+      onRefusal: m?.rateLimitRefused,
     });
   });
 
   c.bind<HttpApp>(TOKENS.HttpApp).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     const rl = get<RateLimiters>(ctx, TOKENS.RateLimiters);
+    const security = get<SecurityEvents>(ctx, TOKENS.SecurityEvents);
+    const onFailure = (a: { method: string; route: string }) =>
+      security.record('authentication_failed', { callerId: null, operation: `${a.method} ${a.route}`, detail: 'missing, malformed or unknown key' });
+    const audit = get<AuthenticationAudit>(ctx, TOKENS.AuthenticationAudit);
+    const failureLimit = rl.authFailure;
     const authenticate = settings.authDisabled
       ? noAuthentication()
-      : bearerAuthentication({ directory: get(ctx, TOKENS.CallerDirectory), audit: get(ctx, TOKENS.AuthenticationAudit) });
+      : bearerAuthentication({ directory: get(ctx, TOKENS.CallerDirectory), audit, onFailure, failureLimit });
     return createHttpApp({
       logger: get(ctx, TOKENS.Logger),
       bodyLimitBytes: settings.bodyLimitBytes,
       modules: get(ctx, TOKENS.RouteModules),
       authenticate,
+      simpleKeyAuthentication: settings.profile === 'attestation-simple' ? simpleKeyAuthentication({ key: settings.simpleApiKey, audit, onFailure, failureLimit }) : undefined,
       limiters: rl.limiters,
       // Spec 8: the per-caller execute limit is mounted only when caller authentication is enabled.
       callerLimiters: settings.authDisabled ? {} : rl.callerLimiters,
-      authFailure: rl.authFailure,
       trustProxy: settings.trustProxy,
+      observer: m?.http,
     });
   });
   return c;
+}
+
+/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit. */
+function governedKindDeps(ctx: { get<U>(id: symbol): U }) {
+  return {
+    changes: ctx.get<PendingChangeStore>(TOKENS.PendingChangeStore),
+    stepUpVerifier: ctx.get<StepUpSignatureVerifier>(TOKENS.StepUpSignatureVerifier),
+    clock: ctx.get<Clock>(TOKENS.Clock),
+    ids: ctx.get<IdGenerator>(TOKENS.IdGenerator),
+    audit: ctx.get<GovernanceAudit>(TOKENS.GovernanceAudit),
+  };
+}
+
+/** Business validation: signal sources, authority grants, signed approvals (and the single-use ledger they share). */
+function bindBusinessValidation(c: Container, res: OpenedResources): void {
+  const get = <T>(ctx: { get<U>(id: symbol): U }, id: symbol): T => ctx.get<T>(id);
+  c.bind<SingleUseLedger>(TOKENS.SingleUseLedger).toDynamicValue((ctx) => new TypeOrmSingleUseLedger(get(ctx, TOKENS.DataSource)));
+  c.bind<SourceProofVerifier>(TOKENS.SourceProofVerifier).toConstantValue(new Ed25519SourceProofs());
+  c.bind<SignalSourceStore>(TOKENS.SignalSourceStore).toDynamicValue((ctx) => new TypeOrmSignalSourceStore(get(ctx, TOKENS.DataSource)));
+  c.bind<SignalSourceGovernance>(TOKENS.SignalSourceGovernance).toDynamicValue(
+    (ctx) => new SignalSourceGovernance({ ...governedKindDeps(ctx), sources: get(ctx, TOKENS.SignalSourceStore), egress: get(ctx, TOKENS.Egress), keys: get(ctx, TOKENS.SourceProofVerifier) }),
+  );
+  c.bind<SignalSourceClient>(TOKENS.SignalSourceClient).toDynamicValue(
+    (ctx) =>
+      new SignalSourceClient({
+        egress: get(ctx, TOKENS.Egress),
+        sources: get(ctx, TOKENS.SignalSourceStore),
+        proofs: get(ctx, TOKENS.SourceProofVerifier),
+        clock: get(ctx, TOKENS.Clock),
+        nonces: randomNonces,
+        used: get(ctx, TOKENS.SingleUseLedger),
+        timeoutMs: res.settings.sourceTimeoutMs,
+      }),
+  );
+  c.bind<AuthorityGrantStore>(TOKENS.AuthorityGrantStore).toDynamicValue((ctx) => new TypeOrmAuthorityGrantStore(get(ctx, TOKENS.DataSource)));
+  c.bind<AuthorityGrantGovernance>(TOKENS.AuthorityGrantGovernance).toDynamicValue(
+    (ctx) => new AuthorityGrantGovernance({ ...governedKindDeps(ctx), grants: get(ctx, TOKENS.AuthorityGrantStore) }),
+  );
+  c.bind<ApprovalChecker>(TOKENS.ApprovalChecker).toDynamicValue(
+    (ctx) =>
+      new ApprovalChecker({
+        approvers: get<ApiKeyDirectory>(ctx, TOKENS.CallerDirectory),
+        verifier: get(ctx, TOKENS.StepUpSignatureVerifier),
+        used: get(ctx, TOKENS.SingleUseLedger),
+        hasher: get(ctx, TOKENS.Hasher),
+        clock: get(ctx, TOKENS.Clock),
+        // The demo approver exists in sandbox mode only.
+        demoApproverPublicKeyPem: res.settings.sandbox ? DEMO_APPROVER_PUBLIC_KEY_PEM : undefined,
+      }),
+  );
+}
+
+/** Profile A: the attestation store, its runtime, and the services of its routes. */
+function bindAttestation(c: Container, res: OpenedResources): void {
+  const get = <T>(ctx: { get<U>(id: symbol): U }, id: symbol): T => ctx.get<T>(id);
+  const settings = res.settings;
+  const variant = settings.profile === 'attestation-simple' ? 'attestation-simple' : 'attestation';
+  const common = (ctx: { get<U>(id: symbol): U }) => ({
+    store: get<AttestationStore>(ctx, TOKENS.AttestationStore),
+    runtime: get<AttestationRuntime>(ctx, TOKENS.AttestationRuntime),
+    hasher: get<Hasher>(ctx, TOKENS.Hasher),
+    clock: get<Clock>(ctx, TOKENS.Clock),
+    security: get<SecurityEvents>(ctx, TOKENS.SecurityEvents),
+  });
+  c.bind<TypeOrmAttestationStore>(TOKENS.AttestationStore).toDynamicValue((ctx) => new TypeOrmAttestationStore(get(ctx, TOKENS.DataSource)));
+  c.bind<ProofSigner>(TOKENS.ProofSigner).toConstantValue(new JwsProofSigner(res.signingKeys));
+  c.bind<AttestationRuntime>(TOKENS.AttestationRuntime).toDynamicValue((ctx) => {
+    const hasher = get<Hasher>(ctx, TOKENS.Hasher);
+    return new AttestationRuntime({
+      store: get(ctx, TOKENS.AttestationStore),
+      signer: get(ctx, TOKENS.Signer),
+      verifier: get(ctx, TOKENS.SignatureVerifier),
+      hasher,
+      clock: get(ctx, TOKENS.Clock),
+      profile: settings.profile,
+      trustRootVersion: hasher.contentHash(res.signingKeys.jwks().keys.map((k) => k.kid).sort()),
+      signerKeyId: res.signingKeys.activeKeyIds.keyId,
+    });
+  });
+  c.bind<SecurityEvents>(TOKENS.SecurityEvents).toDynamicValue(
+    (ctx) => new SecurityEvents({ store: get(ctx, TOKENS.AttestationStore), clock: get(ctx, TOKENS.Clock), ids: get(ctx, TOKENS.IdGenerator) }),
+  );
+  c.bind<AttestationService>(TOKENS.AttestationService).toDynamicValue(
+    (ctx) =>
+      new AttestationService(
+        { ...common(ctx), policies: get(ctx, TOKENS.PolicyCatalog), signer: get(ctx, TOKENS.Signer), ids: get(ctx, TOKENS.IdGenerator) },
+        variant,
+      ),
+  );
+  c.bind<AttestationVerifier>(TOKENS.AttestationVerifier).toDynamicValue(
+    (ctx) => new AttestationVerifier({ ...common(ctx), verifier: get(ctx, TOKENS.SignatureVerifier), ids: get(ctx, TOKENS.IdGenerator) }),
+  );
+  c.bind<OverrideService>(TOKENS.OverrideService).toDynamicValue(
+    (ctx) => new OverrideService({ ...common(ctx), signer: get(ctx, TOKENS.Signer), ids: get(ctx, TOKENS.IdGenerator) }),
+  );
+  c.bind<ExecutionConfirmation>(TOKENS.ExecutionConfirmation).toDynamicValue(
+    (ctx) => new ExecutionConfirmation({ ...common(ctx), verifier: get(ctx, TOKENS.SignatureVerifier), proofs: get(ctx, TOKENS.ProofSigner) }),
+  );
+  c.bind<AttestationAudit>(TOKENS.AttestationAudit).toDynamicValue(
+    (ctx) => new AttestationAudit({ store: get(ctx, TOKENS.AttestationStore), clock: get(ctx, TOKENS.Clock), readsAll: readsEverything }),
+  );
 }

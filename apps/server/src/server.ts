@@ -1,76 +1,182 @@
 import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import path from 'node:path';
 import type { DataSource } from 'typeorm';
-import { createDataSource, describeTarget, migrate, type StorageTarget } from '@ets/adapters-persistence';
-import { KeyRing } from '@ets/adapters-crypto';
+import { countIntentsByState, createDataSource, describeTarget, migrate, TypeOrmPublishedKeyStore, type TypeOrmAttestationStore } from '@ets/adapters-persistence';
+import { ServiceSigningKeys } from '@ets/adapters-crypto';
 import type { HttpApp, RateLimiters } from '@ets/adapters-http';
-import type { ExecutionService, ExecutionStore, Logger, PolicyGovernance } from '@ets/domain';
+import { EVERY_CALLER, type AttestationRuntime, type CheckpointPublisher, type ExecutionService, type ExecutionStore, type Logger, type PolicyGovernance } from '@ets/domain';
 import type { Container } from 'inversify';
-import type { Settings } from './config/settings.js';
+import { ConfigError, type Settings } from './config/settings.js';
 import { buildContainer } from './container.js';
 import { readBuildId } from './build-info.js';
 import { TOKENS } from './tokens.js';
-import { issueFirstKeyIfNone } from './keys/key-source.js';
+import { keyRecordsForStart, persistFirstKey } from './keys/key-source.js';
 import { proposeShippedPolicies, SHIPPED_POLICIES_DIR } from './shipped-policies.js';
+import { runningCode } from './runtime/running-code.js';
+import { scheduleCheckpoints } from './runtime/checkpoint-schedule.js';
+import { openKeyProvider } from './signing/key-provider.js';
+import { storageTargetFor } from './storage-target.js';
+import { ServiceMetrics } from './metrics/service-metrics.js';
+import { startMetricsListener, type MetricsListener } from './metrics/metrics-listener.js';
+import { ConnectionTracker, drainHttp } from './http-drain.js';
+
+export { storageTargetFor };
 
 export interface RunningServer {
   url: string;
+  /** `http://host:port/metrics` when SVC_METRICS_PORT is set. */
+  metricsUrl?: string;
   httpApp: HttpApp;
   dataSource: DataSource;
-  keyRing: KeyRing;
+  /** The service's signing keys, whatever provider holds them, and the published key set. */
+  signingKeys: ServiceSigningKeys;
   /** The raw key issued on a first start with no key configured: print it once, store it nowhere. */
-  issuedFirstKey?: { callerId: string; rawKey: string; file: string };
-  /** Stops accepting, lets in-flight requests finish, closes the database. */
+  issuedFirstKey?: IssuedFirstKey;
+  /**
+   * Stops accepting, answers the requests that arrive on open connections (with `Connection:
+   * close`), lets every running request finish, then closes the database (http-drain.ts).
+   */
   close(): Promise<void>;
 }
 
-export function storageTargetFor(settings: Settings): StorageTarget {
-  return settings.databaseUrl
-    ? { kind: 'postgres', url: settings.databaseUrl }
-    : { kind: 'sqlite', file: path.join(settings.dataDir, 'ets.sqlite') };
+export interface IssuedFirstKey {
+  callerId: string;
+  rawKey: string;
+  /** The key file that holds its hash. */
+  file: string;
+}
+
+export interface StartHooks {
+  /**
+   * Called once the server listens and the first key's hash is stored, before the `listening` log
+   * line: the moment to show the key, since from now on it works.
+   */
+  onFirstKey?(key: IssuedFirstKey): void;
 }
 
 /** Opens storage, applies migrations, wires the container and listens. */
-export async function startServer(settings: Settings, logger: Logger): Promise<RunningServer> {
+export async function startServer(settings: Settings, logger: Logger, hooks: StartHooks = {}): Promise<RunningServer> {
   mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
-  // Keys and signing keys first: a bad key file or missing hybrid key stops the start before any I/O.
-  const keys = issueFirstKeyIfNone(settings);
-  const keyRing = await KeyRing.open({ dataDir: settings.dataDir, mode: settings.signingMode });
+  // Keys and signing keys first: a bad key file, a missing hybrid key or a module that cannot be
+  // used stops the start before any storage I/O.
+  const keys = keyRecordsForStart(settings);
+  const keyProvider = await openKeyProvider(settings);
   if (settings.authDisabled) {
     logger.warn({ setting: 'SVC_AUTH_DISABLED' }, 'caller authentication is DISABLED: every request is accepted without a key; never run a real deployment like this');
   }
+  if (settings.egress.allowCidrs.length > 0) {
+    logger.warn(
+      { setting: 'SVC_EGRESS_ALLOW_CIDRS', ranges: settings.egress.allowCidrs },
+      'outbound calls may reach these non-public address ranges: endpoints that resolve into them are not refused; keep this to a private-network deployment',
+    );
+  }
   const target = storageTargetFor(settings);
   const dataSource = createDataSource(target);
-  await dataSource.initialize();
   try {
+    await dataSource.initialize();
     const applied = await migrate(dataSource);
     logger.info({ storage: describeTarget(target), applied }, 'storage ready');
+    // Published before anything is signed, so every key that signs stays in the JWKS.
+    const signingKeys = await ServiceSigningKeys.open(keyProvider, { store: new TypeOrmPublishedKeyStore(dataSource), logger });
 
-    const container = buildContainer({ settings, logger, dataSource, buildId: readBuildId(), keyRing, apiKeys: keys.records });
+    const buildId = readBuildId();
+    const metrics = settings.metrics ? new ServiceMetrics(() => countIntentsByState(dataSource)) : undefined;
+    const container = buildContainer({ settings, logger, dataSource, buildId, signingKeys, apiKeys: keys.records, metrics });
+    // Before anything is signed: a database restored from a backup would fork the published log.
+    const logProblem = await container.get<CheckpointPublisher>(TOKENS.CheckpointPublisher).continuityProblem();
+    if (logProblem) throw new ConfigError(logProblem);
+    await startRuntime(container.get<AttestationRuntime>(TOKENS.AttestationRuntime), buildId, logger);
     await proposeShippedPolicies(settings.policiesDir ?? SHIPPED_POLICIES_DIR, container.get<PolicyGovernance>(TOKENS.PolicyGovernance), logger);
     await reconcileAtStart(container, logger);
+    const checkpoints = await scheduleCheckpoints(container.get<CheckpointPublisher>(TOKENS.CheckpointPublisher), logger);
     const httpApp = container.get<HttpApp>(TOKENS.HttpApp);
-    const server = await listen(httpApp, settings);
+    let server: Server;
+    try {
+      server = await listen(httpApp, settings);
+    } catch (e) {
+      await checkpoints.stop();
+      throw e;
+    }
+    const connections = new ConnectionTracker(server);
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     const url = `http://${host}:${port}`;
-    logger.info({ url, profile: settings.profile, signingKeys: keyRing.activeKeyIds, callers: keys.records.length }, 'listening');
+    let metricsListener: MetricsListener | undefined;
+    if (metrics && settings.metrics) {
+      try {
+        metricsListener = await startMetricsListener(metrics, settings.metrics.host, settings.metrics.port);
+      } catch (e) {
+        server.close();
+        server.closeAllConnections();
+        await checkpoints.stop();
+        // Named for its own settings (the CLI's listen messages are about SVC_HOST and SVC_PORT).
+        throw new Error(`cannot listen on SVC_METRICS_HOST:SVC_METRICS_PORT (${settings.metrics.host}:${settings.metrics.port}): ${(e as Error).message}`);
+      }
+    }
 
     let closing: Promise<void> | undefined;
     const close = (): Promise<void> =>
       (closing ??= (async () => {
-        await stopAccepting(server, settings.shutdownTimeoutMs);
+        await drainHttp(server, connections, httpApp, settings.shutdownTimeoutMs, logger);
+        await checkpoints.stop();
+        await metricsListener?.close();
         await container.get<RateLimiters>(TOKENS.RateLimiters).close();
+        await container.get<TypeOrmAttestationStore>(TOKENS.AttestationStore).close();
         await dataSource.destroy();
+        await keyProvider.close();
         logger.info({}, 'stopped');
       })());
-    const issuedFirstKey = keys.issuedRawKey ? { callerId: keys.callerId!, rawKey: keys.issuedRawKey, file: settings.apiKeysFile } : undefined;
-    return { url, httpApp, dataSource, keyRing, issuedFirstKey, close };
+    let issuedFirstKey: IssuedFirstKey | undefined;
+    if (keys.firstKey) {
+      try {
+        persistFirstKey(settings, keys.firstKey);
+      } catch (e) {
+        await close();
+        throw e;
+      }
+      issuedFirstKey = { callerId: keys.firstKey.record.callerId, rawKey: keys.firstKey.rawKey, file: settings.apiKeysFile };
+      hooks.onFirstKey?.(issuedFirstKey);
+    }
+    logger.info(
+      {
+        url,
+        ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
+        pid: process.pid,
+        profile: settings.profile,
+        signingProvider: signingKeys.provider,
+        signingKeys: signingKeys.activeKeyIds,
+        callers: keys.records.length,
+      },
+      'listening',
+    );
+    return { url, metricsUrl: metricsListener?.url, httpApp, dataSource, signingKeys, issuedFirstKey, close };
   } catch (e) {
-    await dataSource.destroy().catch(() => undefined);
+    if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
+    await keyProvider.close().catch(() => undefined);
     throw e;
+  }
+}
+
+/**
+ * Measures the running code and signs the runtime manifest, in every profile: the manifest is a
+ * leaf of the transparency log and `/runtime/*` are served everywhere. A runtime that cannot be
+ * configured does not stop the start: profile-A routes answer 503 with the reason, logged here.
+ * `waitedMs` is what the start waited for the measurement that `ets serve` began at its first moment.
+ */
+async function startRuntime(runtime: AttestationRuntime, buildId: string, logger: Logger): Promise<void> {
+  const waitFrom = performance.now();
+  const measured = await runningCode(buildId);
+  const waitedMs = Math.round(performance.now() - waitFrom);
+  const state = await runtime.start(measured);
+  if (state.configured) {
+    const m = state.manifest;
+    // `hashedFiles` above a handful: the digests recorded by the build no longer match (the install
+    // was copied, or changed since `npm run build`), and every start pays for hashing them again.
+    const stats = 'stats' in measured ? { measured: { ...measured.stats, waitedMs } } : {};
+    logger.info({ runtimeHash: m.manifest.runtimeHash, manifestHash: m.manifestHash, evaluatorHash: m.manifest.evaluatorHash, ...stats }, 'runtime manifest signed');
+  } else {
+    logger.warn({ reason: state.reason }, 'runtime not configured: profile-A routes that sign or verify answer 503');
   }
 }
 
@@ -80,11 +186,11 @@ export async function startServer(settings: Settings, logger: Logger): Promise<R
  */
 async function reconcileAtStart(container: Container, logger: Logger): Promise<void> {
   const finalized = await container.get<ExecutionService>(TOKENS.ExecutionService).recoverReleased();
-  const open = await container.get<ExecutionStore>(TOKENS.ExecutionStore).listIntents(['PREPARED', 'ERRORED'], 1000);
+  const open = await container.get<ExecutionStore>(TOKENS.ExecutionStore).listIntents(['PREPARED', 'ERRORED'], EVERY_CALLER, 1, 20);
   if (finalized > 0) logger.info({ finalized }, 'finalized intents left RELEASED by an earlier stop');
-  if (open.length > 0) {
+  if (open.total > 0) {
     logger.warn(
-      { count: open.length, ids: open.slice(0, 20).map((i) => i.intent.businessTransactionId) },
+      { count: open.total, ids: open.items.map((i) => i.intent.businessTransactionId) },
       'execution intents need reconciliation at their connector (GET /execution-intents, POST /execution-intents/{id}/resolve)',
     );
   }
@@ -97,18 +203,5 @@ function listen(httpApp: HttpApp, settings: Settings): Promise<Server> {
     server.once('error', reject);
     // Keep-alive sockets must not hold shutdown open longer than the in-flight requests need.
     server.keepAliveTimeout = 5000;
-  });
-}
-
-/** Close the listener, let in-flight requests finish, then drop idle and (after the timeout) busy sockets. */
-function stopAccepting(server: Server, timeoutMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
-    timer.unref();
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
   });
 }

@@ -1,23 +1,33 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import dgram from 'node:dgram';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseDotenv } from 'dotenv';
 import { signStepUpPayload, verifyOffline, type JwksLike } from '@ets/adapters-crypto';
+import { LoopbackDns, TestCertificateAuthority } from '@ets/loopback-network';
+import { startExampleReceiver, type ExampleReceiver } from '@ets/release-receiver';
 import type { ApiKeyRecord } from '@ets/domain';
 import { loadSettings } from '../config/settings.js';
 import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
 import { CliError } from './errors.js';
+import { usageOf } from './usage.js';
 
-const USAGE = `Usage: ets demo --setup DIR          (server stopped) add the demo callers' keys, write DIR/demo.env
-       ets demo --from DIR [--url URL]  (server running, SVC_SANDBOX=true) walk through the service
-       ets demo --url URL --alice-key KEY --alice-step-up PEM_FILE --bob-key KEY --bob-step-up PEM_FILE --agent-key KEY`;
+const USAGE = usageOf('demo');
 
 /** The demo's callers: two humans (maker and checker) and an agent. */
 const CALLERS = { alice: 'demo-alice', bob: 'demo-bob', agent: 'demo-agent' } as const;
 const DEMO_TENANT = 'demo';
 const DEMO_POLICY = 'demo-payments';
 const ENV_FILE = 'demo.env';
+/** The server's settings for the demo: sandbox mode, and the demo's resolver and CA for the external connector. */
+const SERVER_ENV_FILE = 'server.env';
+/** The capability the demo registers as an external connector, and the name of its receiver. */
+const EXTERNAL_CAPABILITY = 'demopay:transfer';
+const RECEIVER_HOST = 'receiver.ets-demo.test';
+/** The demo's network, in demo.env: its resolver's address and the receiver's certificate. */
+const NETWORK_ENV = { dns: 'ETS_DEMO_DNS', cert: 'ETS_DEMO_RECEIVER_CERT', key: 'ETS_DEMO_RECEIVER_KEY' } as const;
+type DemoNetwork = Record<keyof typeof NETWORK_ENV, string>;
 /** Names in demo.env, also read from the environment. */
 const ENV = {
   aliceKey: 'ETS_DEMO_ALICE_KEY',
@@ -66,6 +76,7 @@ export async function demoCommand(argv: string[]): Promise<void> {
     if (Object.keys(values).length > 1) throw new CliError(`--setup takes no other option.\n${USAGE}`, 2);
     return setup(values.setup);
   }
+  const network = values.from !== undefined ? readNetwork(values.from) : undefined;
   const credentials = resolveCredentials(values as Record<string, string | undefined>);
   const baseUrl = values.url ?? defaultBaseUrl();
   let url: URL;
@@ -75,17 +86,17 @@ export async function demoCommand(argv: string[]): Promise<void> {
   } catch {
     throw new CliError(`--url ${baseUrl} is not an http(s) URL.`, 2);
   }
-  await new Demo(url.href.replace(/\/+$/, ''), credentials, readStepUpKeys(credentials)).run();
+  await new Demo(url.href.replace(/\/+$/, ''), credentials, readStepUpKeys(credentials), network).run();
 }
 
 // ---- setup -------------------------------------------------------------------------------------
 
-function setup(dirArg: string): void {
+async function setup(dirArg: string): Promise<void> {
   if (dirArg.trim() === '') throw new CliError(`--setup needs a folder.\n${USAGE}`, 2);
   const dir = path.resolve(dirArg);
   const envFile = path.join(dir, ENV_FILE);
   if (existsSync(envFile)) {
-    throw new CliError(`${envFile} exists: the demo is already set up there. Start the server (SVC_SANDBOX=true npm start) and run: ets demo --from ${dirArg}`, 2);
+    throw new CliError(`${envFile} exists: the demo is already set up there. Start the server (env $(cat ${path.join(dirArg, SERVER_ENV_FILE)}) npm start) and run: ets demo --from ${dirArg}`, 2);
   }
   const settings = loadSettings();
   if (settings.apiKeysInline !== undefined) {
@@ -123,11 +134,21 @@ function setup(dirArg: string): void {
       callerId: CALLERS.agent,
       keyHash: hashKey(raw.agent),
       credentialHolderType: 'SERVICE',
-      allowedCapabilities: ['sandbox:echo'],
+      allowedCapabilities: ['sandbox:echo', EXTERNAL_CAPABILITY],
       allowedTenantIds: [DEMO_TENANT],
       createdAt,
     },
   ]);
+  // The external connector's world, all on loopback: a CA the server trusts (NODE_EXTRA_CA_CERTS),
+  // the receiver's certificate from it, and a resolver port for `ets demo --from` to answer on.
+  const ca = await TestCertificateAuthority.create('ets demo CA');
+  const receiverTls = await ca.issue([RECEIVER_HOST], { validDays: 30 });
+  const caFile = path.join(dir, 'demo-ca.pem');
+  writeFileSync(caFile, ca.certificatePem, { mode: 0o644 });
+  writeFileSync(path.join(dir, 'receiver-cert.pem'), receiverTls.cert, { mode: 0o644 });
+  writeFileSync(path.join(dir, 'receiver-key.pem'), receiverTls.key, { mode: 0o600 });
+  chmodSync(path.join(dir, 'receiver-key.pem'), 0o600);
+  const dns = `127.0.0.1:${await freeUdpPort()}`;
   const env = [
     '# Written by `ets demo --setup`: the raw API keys of the demo callers and their step-up keys.',
     '# Keep this folder private; remove the demo-* callers (ets keys remove) and this folder after the demo.',
@@ -136,18 +157,27 @@ function setup(dirArg: string): void {
     `${ENV.bobKey}=${raw.bob}`,
     `${ENV.bobStepUp}=${bob.file}`,
     `${ENV.agentKey}=${raw.agent}`,
+    `${NETWORK_ENV.dns}=${dns}`,
+    `${NETWORK_ENV.cert}=receiver-cert.pem`,
+    `${NETWORK_ENV.key}=receiver-key.pem`,
     '',
   ].join('\n');
   writeFileSync(envFile, env, { mode: 0o600 });
   chmodSync(envFile, 0o600);
+  // No comments: `env $(cat DIR/server.env) npm start` takes it as it is.
+  const serverEnv = ['SVC_SANDBOX=true', `SVC_DNS_SERVERS=${dns}`, 'SVC_EGRESS_ALLOW_CIDRS=127.0.0.0/8', `NODE_EXTRA_CA_CERTS=${caFile}`, ''].join('\n');
+  writeFileSync(path.join(dir, SERVER_ENV_FILE), serverEnv, { mode: 0o644 });
   process.stdout.write(
     [
-      `Added the demo callers ${CALLERS.alice} and ${CALLERS.bob} (USER, with step-up keys) and ${CALLERS.agent} (SERVICE, sandbox:echo) to ${file.file}.`,
+      `Added the demo callers ${CALLERS.alice} and ${CALLERS.bob} (USER, with step-up keys) and ${CALLERS.agent} (SERVICE, sandbox:echo and ${EXTERNAL_CAPABILITY}) to ${file.file}.`,
       `Wrote their keys to ${envFile} and the step-up private keys to ${path.join(dir, alice.file)} and ${path.join(dir, bob.file)}.`,
+      `Wrote a demo CA and the example receiver's certificate for ${RECEIVER_HOST}, and the server's demo settings to ${path.join(dir, SERVER_ENV_FILE)}:`,
+      `sandbox mode, the demo's resolver (${dns}, answered while the demo runs), 127.0.0.0/8 allowed for outbound calls, and the demo CA trusted.`,
       ...(firstKeys ? ['The key file was empty: the first start will not issue a key of its own; use `ets keys add` for more.'] : []),
-      'Next: (re)start the server in sandbox mode, since keys are read at start, and run the demo:',
-      '  SVC_SANDBOX=true npm start',
-      `  npx ets demo --from ${dirArg}`,
+      'Next: (re)start the server with these settings, since keys are read at start, and run the demo',
+      '(the second command in another terminal, in the clone; --url URL if the server is not at SVC_HOST:SVC_PORT of that terminal):',
+      `  env $(cat ${path.join(dirArg, SERVER_ENV_FILE)}) npm start`,
+      `  npx ets demo --from ${path.resolve(dirArg)}`,
       '',
     ].join('\n'),
   );
@@ -195,6 +225,37 @@ function readStepUpKeys(c: DemoCredentials): { alice: string; bob: string } {
   return { alice: read(c.aliceStepUp, FLAGS.aliceStepUp), bob: read(c.bobStepUp, FLAGS.bobStepUp) };
 }
 
+/** The demo network of a folder set up by `--setup` (absent in folders set up before it existed). */
+function readNetwork(dirArg: string): DemoNetwork | undefined {
+  const dir = path.resolve(dirArg);
+  let values: Record<string, string>;
+  try {
+    values = parseDotenv(readFileSync(path.join(dir, ENV_FILE), 'utf8'));
+  } catch {
+    return undefined; // reported by resolveCredentials
+  }
+  const dns = values[NETWORK_ENV.dns];
+  const cert = values[NETWORK_ENV.cert];
+  const key = values[NETWORK_ENV.key];
+  if (!dns || !cert || !key) return undefined;
+  try {
+    return { dns, cert: readFileSync(path.resolve(dir, cert), 'utf8'), key: readFileSync(path.resolve(dir, key), 'utf8') };
+  } catch (e) {
+    throw new CliError(`cannot read the demo receiver's certificate in ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+  }
+}
+
+function freeUdpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = dgram.createSocket('udp4');
+    socket.once('error', reject);
+    socket.bind(0, '127.0.0.1', () => {
+      const { port } = socket.address();
+      socket.close(() => resolve(port));
+    });
+  });
+}
+
 function defaultBaseUrl(): string {
   const { host, port } = loadSettings();
   const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' || host === '[::]' ? '::1' : host;
@@ -239,6 +300,8 @@ export const DEMO_STEP_TITLES = [
   'The new version is in effect',
   'The agent executes an approved sandbox action',
   'The agent is refused; the signed Refusal Record verifies publicly',
+  'Alice registers an external connector for demopay:transfer; Bob approves it',
+  'The agent executes demopay:transfer: a signed release to the example receiver over HTTPS',
   'The service verifies the Execution Trust Record',
   'The service issues a signed Receipt',
   'Anyone verifies the records offline, with only the public keys',
@@ -252,10 +315,14 @@ class Demo {
   #refusal?: Json;
   #receipt?: Json;
 
+  #dns?: LoopbackDns;
+  #receiver?: ExampleReceiver;
+
   constructor(
     readonly baseUrl: string,
     readonly keys: DemoCredentials,
     readonly stepUp: { alice: string; bob: string },
+    readonly network?: DemoNetwork,
   ) {}
 
   async run(): Promise<void> {
@@ -267,19 +334,26 @@ class Demo {
       () => this.inEffect(),
       () => this.execute(),
       () => this.refuse(),
+      () => this.registerConnector(),
+      () => this.releaseExternally(),
       () => this.verify(),
       () => this.receipt(),
       () => this.offline(),
     ];
-    for (const [i, step] of steps.entries()) {
-      process.stdout.write(`\n${i}. ${DEMO_STEP_TITLES[i]}\n`);
-      try {
-        await step();
-      } catch (e) {
-        if (!(e instanceof StepFailed)) throw e;
-        process.stdout.write(`   ✗ expected: ${e.expected}\n     got:      ${e.got}\n`);
-        throw new CliError(`demo failed at step ${i} (${DEMO_STEP_TITLES[i]}).`, 1);
+    try {
+      for (const [i, step] of steps.entries()) {
+        process.stdout.write(`\n${i}. ${DEMO_STEP_TITLES[i]}\n`);
+        try {
+          await step();
+        } catch (e) {
+          if (!(e instanceof StepFailed)) throw e;
+          process.stdout.write(`   ✗ expected: ${e.expected}\n     got:      ${e.got}\n`);
+          throw new CliError(`demo failed at step ${i} (${DEMO_STEP_TITLES[i]}).`, 1);
+        }
       }
+    } finally {
+      await this.#receiver?.close();
+      await this.#dns?.close();
     }
     process.stdout.write('\nEvery step went as expected.\n');
   }
@@ -302,7 +376,7 @@ class Demo {
       });
     } catch (e) {
       const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
-      throw new StepFailed(`an answer from ${this.baseUrl}`, `no answer (${cause}): is the server running? (SVC_SANDBOX=true npm start)`);
+      throw new StepFailed(`an answer from ${this.baseUrl}`, `no answer (${cause}): is the server running? (env $(cat DIR/${SERVER_ENV_FILE}) npm start)`);
     }
     const text = await res.text();
     let parsed: unknown = text;
@@ -364,9 +438,9 @@ class Demo {
     this.#result(`change ${String(this.#proposal.id)} proposes ${DEMO_POLICY} ${this.#version}${current ? ` to replace ${base}` : ''}: PENDING_APPROVAL, proposer ${CALLERS.alice}`);
   }
 
-  envelope(callerId: string, privateKeyPem: string): Json {
+  envelope(callerId: string, privateKeyPem: string, changeId = String(this.#proposal!.id)): Json {
     const payload = {
-      pendingPolicyChangeId: String(this.#proposal!.id),
+      pendingPolicyChangeId: changeId,
       action: 'approve',
       expiresAt: new Date(Date.now() + 300_000).toISOString(),
       nonce: randomBytes(32).toString('base64url'),
@@ -402,13 +476,13 @@ class Demo {
     this.#result(`${DEMO_POLICY} ${this.#version} is in effect, approved by ${String(field(entry, 'approvedBy'))}, contentHash ${short(field(entry, 'contentHash'), 20)}`);
   }
 
-  transaction(signals: Json, reference: string): Json {
+  transaction(signals: Json, reference: string, action = 'sandbox:echo'): Json {
     return {
       businessTransactionId: randomUUID(),
       metadata: { tenantId: DEMO_TENANT },
       authority: { principalId: CALLERS.agent, authorityId: 'demo-authority' },
       authorization: { authorityId: 'demo-authority' },
-      intent: { action: 'sandbox:echo', parameters: { amount: signals.amount, currency: 'EUR', reference } },
+      intent: { action, parameters: { amount: signals.amount, currency: 'EUR', reference } },
       policy: { name: DEMO_POLICY, version: this.#version },
       signals,
     };
@@ -435,6 +509,70 @@ class Demo {
     const check = await this.#call('POST', '/refusal/verify', undefined, this.#refusal);
     expectReply(check, 200, '{"valid": true}', (b) => field(b, 'valid') === true);
     this.#result(`the Refusal Record (rule ${String(this.#refusal.matchedRuleId)}) verifies through the public route, key ${String(field(check.body, 'keyId'))}`);
+  }
+
+  /** A maker-checker change of the external connector: Alice proposes, Bob approves. Returns the approved change. */
+  async #externalChange(body: Json): Promise<Json> {
+    const r = await this.#call('POST', '/external-connectors/changes', 'alice', body);
+    if (r.status === 400 && /^endpoint/.test(String(field(r.body, 'error')))) {
+      throw new StepFailed('201: the server resolves the receiver through the demo resolver', `${replyText(r)}: start the server with the demo settings (env $(cat DIR/${SERVER_ENV_FILE}) npm start)`);
+    }
+    const proposed = expectReply(r, 201, `a ${String(body.kind)} change PENDING_APPROVAL`, (b) => field(b, 'status') === 'PENDING_APPROVAL');
+    const id = String(proposed.id);
+    const approved = await this.#call('POST', `/external-connectors/changes/${encodeURIComponent(id)}/approve`, 'bob', this.envelope(CALLERS.bob, this.stepUp.bob, id));
+    return expectReply(approved, 200, `the ${String(body.kind)} change APPROVED by ${CALLERS.bob}`, (b) => field(b, 'status') === 'APPROVED');
+  }
+
+  async registerConnector(): Promise<void> {
+    if (!this.network) {
+      process.stdout.write(`   – skipped: the demo folder has no receiver certificate or resolver (set up before they existed); run 'ets demo --setup' in a new folder.\n`);
+      return;
+    }
+    const jwksUrl = `${this.baseUrl}/.well-known/jwks.json`;
+    const [host, port] = [this.network.dns.slice(0, this.network.dns.lastIndexOf(':')), Number(this.network.dns.slice(this.network.dns.lastIndexOf(':') + 1))];
+    try {
+      this.#dns = await LoopbackDns.start({ host, port });
+    } catch (e) {
+      throw new StepFailed(`the demo resolver listening on ${this.network.dns}`, `${(e as NodeJS.ErrnoException).code ?? (e as Error).message}: is another demo running?`);
+    }
+    this.#receiver = await startExampleReceiver({ tls: { cert: this.network.cert, key: this.network.key }, hostName: RECEIVER_HOST, jwks: jwksUrl });
+    this.#dns.set(RECEIVER_HOST, { A: [this.#receiver.address] });
+    process.stdout.write(`   (the example receiver of packages/release-receiver listens at ${this.#receiver.endpoint}, verifying releases with ${jwksUrl};\n    the demo's resolver ${this.network.dns} answers ${RECEIVER_HOST} → ${this.#receiver.address})\n`);
+
+    const active = await this.#call('GET', '/external-connectors?pageSize=100', 'alice');
+    const items = field(expectReply(active, 200, 'the active registrations', (b) => Array.isArray(field(b, 'items'))), 'items') as unknown[];
+    if (items.some((r) => field(r, 'capability') === EXTERNAL_CAPABILITY)) {
+      await this.#externalChange({ kind: 'revoke', capability: EXTERNAL_CAPABILITY, reason: 'ets demo: the receiver of an earlier run is gone' });
+      this.#result(`the registration of an earlier run is revoked`);
+    }
+    const approved = await this.#externalChange({
+      kind: 'register',
+      capability: EXTERNAL_CAPABILITY,
+      endpoint: this.#receiver.endpoint,
+      policyName: DEMO_POLICY,
+      forwardedParameters: ['amount', 'currency', 'reference'],
+      timeoutMs: 5000,
+      reason: 'ets demo: release demo payments to the example receiver',
+    });
+    const id = String(approved.id);
+    this.#result(`${EXTERNAL_CAPABILITY} is registered (registrationId ${id}) to ${this.#receiver.endpoint}, forwarding amount, currency and reference only`);
+  }
+
+  async releaseExternally(): Promise<void> {
+    if (!this.#receiver) {
+      process.stdout.write('   – skipped: no external connector was registered.\n');
+      return;
+    }
+    const tx = this.transaction({ amount: 420, country: 'FR' }, 'demo-invoice-3', EXTERNAL_CAPABILITY);
+    (tx.intent as Json).parameters = { ...((tx.intent as Json).parameters as Json), internalNote: 'never forwarded' };
+    const r = await this.#call('POST', '/execute', 'agent', tx);
+    expectReply(r, 200, 'EXECUTED by the external receiver', (b) => field(b, 'executionStatus') === 'EXECUTED');
+    const release = this.#receiver.executed.find((x) => x.businessTransactionId === tx.businessTransactionId);
+    if (!release || this.#receiver.executed.filter((x) => x.businessTransactionId === tx.businessTransactionId).length !== 1) {
+      throw new StepFailed('the receiver acted on exactly one release', `${this.#receiver.executed.length} releases received`);
+    }
+    process.stdout.write(`   (the receiver verified: kid ${release.kid}, aud ${release.aud}, expires ${(Math.round((release.exp - release.iat) * 1000) / 1000).toString()}s after issue, jti ${release.jti}, parameters ${short(release.parameters)})\n`);
+    this.#result(`EXECUTED by the receiver over HTTPS; result ${short(field(r.body, 'result'), 90)}`);
   }
 
   async verify(): Promise<void> {

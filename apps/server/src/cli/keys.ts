@@ -5,6 +5,7 @@ import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
 import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
 import { CliError } from './errors.js';
 import { readStdin } from './read-stdin.js';
+import { usageOf } from './usage.js';
 
 const list = (v: string | undefined): string[] | undefined =>
   v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
@@ -25,7 +26,7 @@ export async function keysCommand(argv: string[]): Promise<void> {
   if (sub === 'add') return add(rest);
   if (sub === 'remove') return remove(rest);
   if (sub === 'list') return show(rest);
-  throw new CliError("Usage: ets keys add|remove|list (see 'ets --help').", 2);
+  throw new CliError(`${usageOf('keys add')}\n${usageOf('keys remove')}\n${usageOf('keys list')}`, 2);
 }
 
 async function add(argv: string[]): Promise<void> {

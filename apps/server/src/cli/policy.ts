@@ -2,8 +2,9 @@ import { Sha256Hasher } from '@ets/adapters-crypto';
 import { validatePolicyDocument, type PolicyDocument } from '@ets/domain';
 import { readPolicyFile } from '../shipped-policies.js';
 import { CliError } from './errors.js';
+import { usageOf } from './usage.js';
 
-const USAGE = 'Usage: ets policy validate FILE (a policy document, JSON or YAML)';
+const USAGE = usageOf('policy validate');
 
 /**
  * `ets policy validate FILE`: the checks the service runs on a proposal (schema, CEL types), with

@@ -1,26 +1,32 @@
+import { parseArgs } from 'node:util';
 import { loadSettings } from '../config/settings.js';
 import { createLogger } from '../logger.js';
-import { startServer } from '../server.js';
+import { installRootWord } from '../install-root.js';
+import { startServer, type IssuedFirstKey, type RunningServer } from '../server.js';
 
-/** `ets serve`: what `npm start` runs. Stops gracefully on SIGTERM and SIGINT. */
-export async function serveCommand(): Promise<void> {
+const PARENT_CHECK_MS = 1000;
+
+/**
+ * `ets serve`: what `npm start` runs. Stops gracefully on SIGTERM and SIGINT, and with
+ * `--exit-with-parent` also when the process that started it goes away.
+ */
+export async function serveCommand(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { 'exit-with-parent': { type: 'boolean' } }, strict: true });
   const settings = loadSettings();
   const logger = createLogger(settings.logLevel);
-  const running = await startServer(settings, logger);
-  if (running.issuedFirstKey) {
-    // Printed once, on stderr beside the logs, never into them: it is not stored anywhere.
-    const k = running.issuedFirstKey;
-    process.stderr.write(
-      `\nNo API key was configured, so one USER key was issued for caller '${k.callerId}' (all capabilities):\n\n` +
-        `    ${k.rawKey}\n\nIt is shown only this once; only its SHA-256 hash is kept in ${k.file}.\n` +
-        `Use it as 'Authorization: Bearer <key>'. Add more keys with 'npx ets keys add --caller-id ID' and restart.\n\n`,
-    );
-  }
+  const parent = process.ppid;
+  let running: RunningServer | undefined;
+  let requested: string | undefined;
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = (reason: string) => {
+    // A signal during the start is kept until the server runs (and then stops it at once).
+    if (!running) {
+      requested ??= reason;
+      return;
+    }
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ signal: reason }, 'shutting down');
     running.close().then(
       () => process.exit(0),
       (e: unknown) => {
@@ -29,6 +35,32 @@ export async function serveCommand(): Promise<void> {
       },
     );
   };
+  // Before the start, not after it: a signal that came before the handlers would end the process
+  // with the default action, half started (a supervisor may stop a server the moment it says it listens).
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  running = await startServer(settings, logger, { onFirstKey: printFirstKey });
+  if (requested) stop(requested);
+  if (values['exit-with-parent']) {
+    // `npm start` execs the server in place of its shell, so npm is the parent and forwards SIGTERM
+    // and SIGINT. If npm itself is killed outright (SIGKILL, a container or unit stopping it) the
+    // server is re-parented; it then stops as if it had been sent SIGTERM, instead of living on.
+    setInterval(() => {
+      if (process.ppid !== parent) stop('parent exited');
+    }, PARENT_CHECK_MS).unref();
+  }
+}
+
+/** Printed once, on stderr beside the logs, never into them: the raw key is not stored anywhere. */
+function printFirstKey(k: IssuedFirstKey): void {
+  process.stderr.write(
+    `\nNo API key was configured, so one USER key was issued for caller '${k.callerId}' (all capabilities):\n\n` +
+      `    ${k.rawKey}\n\n` +
+      `It is shown only this once; only its SHA-256 hash is kept in ${k.file}.\n` +
+      `Use it as 'Authorization: Bearer <key>' (e.g. curl -H 'Authorization: Bearer ${k.rawKey.slice(0, 12)}…' …/callers/me).\n` +
+      `Requests with it assert authority.principalId '${k.callerId}'. Add more keys with 'npx ets keys add --caller-id ID' in the clone's root, and restart;\n` +
+      // Outside the clone `npx ets` is an unrelated registry package of that name.
+      `from any other folder: npm --prefix ${installRootWord()} run --silent ets -- keys add --caller-id ID\n` +
+      `Lost it while it is the only key? Stop the server, delete ${k.file} and start again: a new one is issued.\n\n`,
+  );
 }

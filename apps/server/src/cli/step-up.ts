@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { signStepUpPayload } from '@ets/adapters-crypto';
-import { charLength, REASON_MAX_LENGTH } from '@ets/domain';
+import { charLength, REASON_MAX_LENGTH, STEP_UP_MAX_VALIDITY_MS } from '@ets/domain';
 import { CliError } from './errors.js';
+import { usageOf } from './usage.js';
 
-const USAGE = 'Usage: ets step-up sign --key PRIVATE.pem --change ID --action approve|reject [--reason TEXT] [--ttl SECONDS] [--caller-id ID]';
+const USAGE = usageOf('step-up sign');
 export const DEFAULT_STEP_UP_TTL_SECONDS = 300;
-const MAX_TTL_SECONDS = 86_400;
+/** The server refuses an envelope that expires further ahead than this. */
+const MAX_TTL_SECONDS = STEP_UP_MAX_VALIDITY_MS / 1000;
 
 /**
  * `ets step-up sign` (CONTRACT "Governance"): prints a step-up envelope, and nothing else, on

@@ -1,19 +1,25 @@
-import { readFileSync } from 'node:fs';
+import { createReadStream, openSync, readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { unwrapServedRecord, verifyOffline, type JwksLike, type OfflineReport } from '@ets/adapters-crypto';
+import { ExportVerifier, unwrapServedRecord, verifyOffline, type ExportSummary, type JwksLike, type LineFailure, type OfflineReport } from '@ets/adapters-crypto';
 import { loadSettings } from '../config/settings.js';
 import { CliError } from './errors.js';
+import { usageOf } from './usage.js';
+import { loadJwks } from './jwks.js';
 import { readStdin } from './read-stdin.js';
 
-const USAGE = 'Usage: ets verify FILE|- [--keys JWKS_FILE_OR_URL]';
-const FETCH_TIMEOUT_MS = 10_000;
+const USAGE = usageOf('verify');
 
 /**
  * `ets verify FILE [--keys JWKS_FILE_OR_URL]` (CONTRACT "Running it"): offline verification of one
  * signed object as the API served it: an Execution Trust Record, Refusal Record, Execution
- * Intent, audit event, Verification, Receipt or ExecutionAttestation. The `{intent, status}` of
- * `GET /execution-intents/{id}` and the `{…, trustRecord}` of `POST /execute` are unwrapped.
- * `FILE` `-` reads standard input.
+ * Intent, audit event, Verification, Receipt, ExecutionAttestation, attestation-simple answer,
+ * override resolution, signed runtime manifest or confirmation proof (a compact JWS, as a JSON string). The `{intent, status}`
+ * of `GET /execution-intents/{id}`, the `{…, trustRecord}` of `POST /execute`, the `proof` of
+ * `POST /confirm-execution` and the flat manifest of `GET /runtime/manifest` are unwrapped.
+ * `FILE` `-` reads standard input. Transparency log proofs are checked too: a Receipt's
+ * `transparency` (its Trust Record is in a signed checkpoint's tree), and a `transparency` member
+ * beside the record in a wrapper such as `{ "record": …, "transparency": … }` (the record is).
  *
  * `--keys` is a JWKS file, or an http(s) URL of `/.well-known/jwks.json`. Without it the keys are
  * fetched from the local server, `http://SVC_HOST:SVC_PORT/.well-known/jwks.json`; pass a saved
@@ -23,15 +29,19 @@ const FETCH_TIMEOUT_MS = 10_000;
  * for usage and I/O errors (unreadable file, not JSON, keys not reachable).
  */
 export async function verifyCommand(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, options: { keys: { type: 'string' } }, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({ args: argv, options: { keys: { type: 'string' }, all: { type: 'boolean' } }, allowPositionals: true, strict: true });
   if (positionals.length !== 1 || positionals[0] === '') throw new CliError(`${positionals.length === 0 ? 'FILE is required. ' : ''}${USAGE}`, 2);
   const file = positionals[0]!;
+  if (values.all) {
+    const keysSource = values.keys ?? defaultJwksUrl();
+    return verifyExport(file, await loadJwks(keysSource), keysSource);
+  }
   const parsed = parseJson(await readInput(file), file === '-' ? 'standard input' : file);
-  const { record, from } = unwrapServedRecord(parsed);
+  const { record, from, transparency } = unwrapServedRecord(parsed);
 
   const keysSource = values.keys ?? defaultJwksUrl();
   const jwks = await loadJwks(keysSource);
-  const report = verifyOffline(record, jwks);
+  const report = verifyOffline(record, jwks, { transparency });
   process.stdout.write(formatReport(report, { from, keys: keysSource }));
   if (!report.valid) {
     const names = report.checks.filter((c) => !c.ok).map((c) => c.name);
@@ -48,6 +58,75 @@ export function formatReport(report: OfflineReport, about: { from?: string; keys
     ...report.checks.map((c) => `  ${c.name.padEnd(width)}  ${c.ok ? `ok${c.detail ? ` (${c.detail})` : ''}` : `FAILED: ${c.detail ?? 'failed'}`}`),
     report.valid ? 'VALID: every check passed.' : 'NOT VALID.',
   ];
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * `ets verify --all FILE`: an export (`ets export`): its header, every record, that the lines are
+ * exactly the run of log leaves the header names, and the execution chain across its Trust
+ * Records, streamed (constant memory). Prints a summary and the first failure; exit 0 only when
+ * all of it holds.
+ */
+async function verifyExport(file: string, jwks: JwksLike, keys: string): Promise<void> {
+  let input: NodeJS.ReadableStream;
+  try {
+    input = file === '-' ? process.stdin : createReadStream('', { fd: openSync(file, 'r') });
+  } catch (e) {
+    throw new CliError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+  }
+  const verifier = new ExportVerifier(jwks);
+  for await (const line of createInterface({ input, crlfDelay: Infinity })) verifier.addLine(line);
+  const summary = verifier.summary();
+  process.stdout.write(formatExportSummary(summary, keys));
+  if (!summary.valid) {
+    const f = summary.firstFailure;
+    const name = file === '-' ? 'the export' : file;
+    throw new CliError(
+      f ? `${name} does NOT verify: ${where(f)}: ${f.problems[0]}` : `${name} holds no record: there is nothing to verify.`,
+      1,
+    );
+  }
+}
+
+const where = (f: LineFailure): string => (f.kind === 'end of file' ? 'at the end of the file' : `line ${f.line}${f.kind === 'export' ? ' (the header)' : ` (${f.kind}${f.id ? ` ${f.id}` : ''})`}`);
+
+/** The run of the log, counts per kind, the chain from where to where, what the run lacks, and the first failure. */
+export function formatExportSummary(s: ExportSummary, keys: string): string {
+  const kinds = Object.entries(s.kinds);
+  const width = Math.max(0, ...kinds.map(([k]) => k.length));
+  const chain =
+    s.chain.links === 0
+      ? 'chain: no chained execution'
+      : `chain: ${s.chain.links} links, ${s.chain.startsAfter === 'genesis' ? "from the deployment's first execution" : `continuing from ${s.chain.startsAfter ?? '(unreadable)'} (earlier records are not in the file)`}, head ${s.chain.head ?? '(unreadable)'}; ${s.chain.broken === 0 ? 'no break' : `${s.chain.broken} BROKEN link(s)`}`;
+  const lines = [`keys: ${keys}`];
+  const l = s.log;
+  if (l) {
+    const period = l.period ? `the period from ${l.period.since ?? 'the beginning'} until ${l.period.until ?? 'the checkpoint'}` : 'the whole log';
+    lines.push(`export: ${period}, in the checkpoint of ${l.treeSize} leaves of ${l.origin}`);
+  } else {
+    lines.push('export: no valid header');
+  }
+  lines.push(`records: ${s.records}`, ...kinds.map(([k, c]) => `  ${k.padEnd(width)}  ${c.valid} valid${c.invalid ? `, ${c.invalid} NOT valid` : ''}`), chain);
+  if (l) {
+    const run = l.first === null ? 'no leaf' : `leaves ${l.first}..${l.last}`;
+    const faults = [l.missing ? `${l.missing} MISSING` : '', l.outOfOrder ? `${l.outOfOrder} REPEATED or OUT OF ORDER` : '', l.unproven ? `${l.unproven} without a valid proof` : ''].filter(Boolean);
+    lines.push(
+      faults.length === 0
+        ? `log: ${run}, each once and in order${l.period ? ' (the run the period selects: a record of the period logged outside it is beyond what this file can show, see the guide)' : ': the whole log up to its checkpoint'}`
+        : `log: ${run}: ${faults.join(', ')}`,
+    );
+  }
+  if (s.firstFailure) {
+    const f = s.firstFailure;
+    lines.push(`first failure: ${where(f)}:`, ...f.problems.map((p) => `  ${p}`));
+  }
+  lines.push(
+    s.valid
+      ? 'VALID: every record verifies, no leaf of the run is missing, repeated or out of order, and the chain is unbroken.'
+      : s.records === 0 && s.invalid === 0
+        ? 'NOT VALID: the file holds no record.'
+        : `NOT VALID: ${s.invalid} failure(s); the first is above.`,
+  );
   return lines.join('\n') + '\n';
 }
 
@@ -74,43 +153,4 @@ function defaultJwksUrl(): string {
   const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' || host === '[::]' ? '::1' : host;
   const hostPart = reachable.includes(':') && !reachable.startsWith('[') ? `[${reachable}]` : reachable;
   return `http://${hostPart}:${port}/.well-known/jwks.json`;
-}
-
-async function loadJwks(source: string): Promise<JwksLike> {
-  let text: string;
-  if (/^https?:\/\//i.test(source)) {
-    let url: URL;
-    try {
-      url = new URL(source);
-    } catch {
-      throw new CliError(`--keys ${source} is not a valid URL.`, 2);
-    }
-    // The service's address alone is enough: the JWKS has a well-known path.
-    if (url.pathname === '/' || url.pathname === '') url.pathname = '/.well-known/jwks.json';
-    let res: Response;
-    try {
-      res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json' } });
-    } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
-      throw new CliError(`cannot fetch the keys from ${url.href} (${cause}). Is the server running? Or pass a saved JWKS file with --keys.`, 2);
-    }
-    if (res.status !== 200) throw new CliError(`cannot fetch the keys from ${url.href}: HTTP ${res.status}.`, 2);
-    text = await res.text();
-  } else {
-    try {
-      text = readFileSync(source, 'utf8');
-    } catch (e) {
-      throw new CliError(`cannot read the keys file ${source}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
-    }
-  }
-  let jwks: unknown;
-  try {
-    jwks = JSON.parse(text);
-  } catch {
-    throw new CliError(`the keys from ${source} are not JSON (a JWKS, as served by /.well-known/jwks.json, is expected).`, 2);
-  }
-  if (typeof jwks !== 'object' || jwks === null || !Array.isArray((jwks as { keys?: unknown }).keys)) {
-    throw new CliError(`the keys from ${source} are not a JWKS: expected {"keys": [...]}.`, 2);
-  }
-  return jwks as JwksLike;
 }

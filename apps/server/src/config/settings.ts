@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseCidr, parseDnsServers } from '@ets/adapters-connectors';
 
 /**
  * Every setting of the contract's table (plus a few operational ones), read and validated once at
@@ -6,6 +8,13 @@ import path from 'node:path';
  */
 export type Profile = 'transaction' | 'attestation' | 'attestation-simple';
 export type SigningMode = 'ed25519' | 'hybrid';
+export type SigningProvider = 'disk' | 'env' | 'pkcs11';
+
+/** CONTRACT "Signing key providers". Secrets (PEMs, PIN) live here and are never logged. */
+export type SigningProviderSettings =
+  | { kind: 'disk' }
+  | { kind: 'env'; ed25519Pem?: string; mlDsa65Pem?: string }
+  | { kind: 'pkcs11'; module: string; token: string; pin: { value: string } | { file: string } };
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'silent';
 
 export interface Settings {
@@ -20,6 +29,7 @@ export interface Settings {
   simpleApiKey?: string;
   sandbox: boolean;
   signingMode: SigningMode;
+  signingProvider: SigningProviderSettings;
   redisUrl?: string;
   rateLimits: {
     executePerMinute: number;
@@ -33,6 +43,25 @@ export interface Settings {
   shutdownTimeoutMs: number;
   /** Express `trust proxy`: false, true, or the number of proxy hops in front of the service. */
   trustProxy: boolean | number;
+  /** Every outbound call (CONTRACT "Egress"). */
+  egress: EgressSettings;
+  /** `iss` of signed releases (SVC_ISSUER). */
+  issuer: string;
+  /** SVC_SOURCE_TIMEOUT_MS: the one deadline of the business signal sources asked for a request. */
+  sourceTimeoutMs: number;
+  /** The transparency log's origin, the first line of its checkpoints (SVC_LOG_ORIGIN). */
+  logOrigin: string;
+  /** The Prometheus metrics listener (SVC_METRICS_HOST:SVC_METRICS_PORT); off when SVC_METRICS_PORT is unset. */
+  metrics?: { host: string; port: number };
+}
+
+export interface EgressSettings {
+  /** SVC_DNS_SERVERS as `ip:port` entries; undefined: the system resolver. */
+  dnsServers?: string[];
+  /** SVC_EGRESS_ALLOW_CIDRS: ranges allowed although not public. */
+  allowCidrs: string[];
+  /** NODE_EXTRA_CA_CERTS: its file name and contents (PEM). */
+  extraCa?: { file: string; pem: string };
 }
 
 /** Defaults, documented in the README's settings table and the OpenAPI description. */
@@ -47,6 +76,9 @@ export const DEFAULTS = {
   bodyLimitBytes: 1024 * 1024,
   logLevel: 'info' as LogLevel,
   shutdownTimeoutMs: 10000,
+  issuer: 'ets',
+  sourceTimeoutMs: 5000,
+  metricsHost: '127.0.0.1',
 } as const;
 
 export class ConfigError extends Error {
@@ -120,12 +152,100 @@ function trustProxy(env: Env): boolean | number {
   throw new ConfigError(`Invalid setting SVC_TRUST_PROXY=${JSON.stringify(v)}: accepted values are false, true, or a number of proxy hops (0-99).`);
 }
 
+function egress(env: Env, cwd: string): EgressSettings {
+  const servers = present(env, 'SVC_DNS_SERVERS');
+  let dnsServers: string[] | undefined;
+  try {
+    dnsServers = servers === undefined ? undefined : parseDnsServers(servers);
+  } catch (e) {
+    throw new ConfigError(`Invalid setting SVC_DNS_SERVERS=${JSON.stringify(servers)}: ${(e as Error).message}; accepted values are ip[:port],… .`);
+  }
+  if (dnsServers !== undefined && dnsServers.length === 0) throw new ConfigError('Invalid setting SVC_DNS_SERVERS: no resolver address given.');
+  const cidrs = present(env, 'SVC_EGRESS_ALLOW_CIDRS');
+  const allowCidrs = cidrs === undefined ? [] : cidrs.split(',').map((c) => c.trim()).filter((c) => c !== '');
+  for (const c of allowCidrs) {
+    try {
+      parseCidr(c);
+    } catch (e) {
+      throw new ConfigError(`Invalid setting SVC_EGRESS_ALLOW_CIDRS: ${(e as Error).message}; accepted values are address ranges such as 10.0.0.0/8,fd00::/8.`);
+    }
+  }
+  const caFile = present(env, 'NODE_EXTRA_CA_CERTS');
+  let extraCa: EgressSettings['extraCa'];
+  if (caFile !== undefined) {
+    const file = path.resolve(cwd, caFile);
+    try {
+      extraCa = { file, pem: readFileSync(file, 'utf8') };
+    } catch (e) {
+      throw new ConfigError(`Invalid setting NODE_EXTRA_CA_CERTS=${JSON.stringify(caFile)}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}).`);
+    }
+    if (!extraCa.pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError(`Invalid setting NODE_EXTRA_CA_CERTS=${JSON.stringify(caFile)}: accepted values are PEM files of certificates.`);
+  }
+  return { dnsServers, allowCidrs, extraCa };
+}
+
+function issuer(env: Env): string {
+  const v = present(env, 'SVC_ISSUER') ?? DEFAULTS.issuer;
+  if (!/^[\x21-\x7e]{1,256}$/.test(v)) throw new ConfigError(`Invalid setting SVC_ISSUER=${JSON.stringify(v)}: accepted values are 1 to 256 visible ASCII characters.`);
+  return v;
+}
+
+/** SVC_LOG_ORIGIN, by default `<SVC_ISSUER>/log`: C2SP tlog-checkpoint's origin, one line naming the log. */
+function logOrigin(env: Env, issuerName: string): string {
+  const v = present(env, 'SVC_LOG_ORIGIN') ?? `${issuerName}/log`;
+  if (!/^[\x21-\x7e]{1,256}$/.test(v)) {
+    throw new ConfigError(`Invalid setting SVC_LOG_ORIGIN=${JSON.stringify(v)}: accepted values are 1 to 256 visible ASCII characters, such as ets.example.com/log.`);
+  }
+  return v;
+}
+
+const requiredFor = (env: Env, name: string, provider: string, what: string): string => {
+  const v = present(env, name);
+  if (v === undefined) throw new ConfigError(`Missing setting ${name}: SVC_SIGNING_PROVIDER=${provider} needs ${what}.`);
+  return v;
+};
+
+function signingProvider(env: Env, mode: SigningMode, cwd: string): SigningProviderSettings {
+  const kind = oneOf(env, 'SVC_SIGNING_PROVIDER', ['disk', 'env', 'pkcs11'] as const, 'disk');
+  if (kind === 'disk') return { kind };
+  // The PEMs are checked when the provider opens (a missing one stops the start there), so that
+  // `ets signing-keys rotate` can make the first ones.
+  if (kind === 'env') return { kind, ed25519Pem: present(env, 'SVC_SIGNING_KEY_PEM'), mlDsa65Pem: present(env, 'SVC_SIGNING_PQ_KEY_PEM') };
+  // Spec 8: hybrid crypto and the managed key service together refuse to start.
+  if (mode === 'hybrid') {
+    throw new ConfigError('Invalid settings SVC_SIGNING_MODE=hybrid with SVC_SIGNING_PROVIDER=pkcs11: the module holds Ed25519 keys only; use SVC_SIGNING_MODE=ed25519, or the disk or env provider.');
+  }
+  const module = requiredFor(env, 'SVC_PKCS11_MODULE', 'pkcs11', "the path of the module's shared library");
+  const token = requiredFor(env, 'SVC_PKCS11_TOKEN', 'pkcs11', 'the token label');
+  const pin = present(env, 'SVC_PKCS11_PIN');
+  const pinFile = present(env, 'SVC_PKCS11_PIN_FILE');
+  if ((pin === undefined) === (pinFile === undefined)) {
+    throw new ConfigError('Invalid settings SVC_PKCS11_PIN, SVC_PKCS11_PIN_FILE: SVC_SIGNING_PROVIDER=pkcs11 needs exactly one of them (the user PIN, or a file holding it).');
+  }
+  return { kind, module, token, pin: pin !== undefined ? { value: pin } : { file: path.resolve(cwd, pinFile!) } };
+}
+
+function listenHost(env: Env, name: string, fallback: string): string {
+  const host = present(env, name) ?? fallback;
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host)) {
+    throw new ConfigError(`Invalid setting ${name}=${JSON.stringify(host)}: accepted values are a host name or IP address.`);
+  }
+  return host;
+}
+
+/** A separate listener for `GET /metrics`, only when SVC_METRICS_PORT is set (loopback by default). */
+function metrics(env: Env): Settings['metrics'] {
+  const port = present(env, 'SVC_METRICS_PORT');
+  if (port === undefined) {
+    if (present(env, 'SVC_METRICS_HOST') !== undefined) throw new ConfigError('Invalid setting SVC_METRICS_HOST: it needs SVC_METRICS_PORT (the metrics listener is off without it).');
+    return undefined;
+  }
+  return { host: listenHost(env, 'SVC_METRICS_HOST', DEFAULTS.metricsHost), port: int(env, 'SVC_METRICS_PORT', 0, 0, 65535) };
+}
+
 export function loadSettings(env: Env = process.env, cwd: string = process.cwd()): Settings {
   const dataDir = path.resolve(cwd, present(env, 'SVC_DATA_DIR') ?? DEFAULTS.dataDir);
-  const host = present(env, 'SVC_HOST') ?? DEFAULTS.host;
-  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(host)) {
-    throw new ConfigError(`Invalid setting SVC_HOST=${JSON.stringify(host)}: accepted values are a host name or IP address.`);
-  }
+  const host = listenHost(env, 'SVC_HOST', DEFAULTS.host);
   const apiKeysInline = present(env, 'SVC_API_KEYS');
   if (apiKeysInline !== undefined) {
     try {
@@ -135,6 +255,7 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
       throw new ConfigError('Invalid setting SVC_API_KEYS: accepted values are a JSON array of key records (see README, "API keys").');
     }
   }
+  const signingMode = oneOf(env, 'SVC_SIGNING_MODE', ['ed25519', 'hybrid'] as const, 'ed25519');
   return {
     host,
     port: int(env, 'SVC_PORT', DEFAULTS.port, 0, 65535),
@@ -146,7 +267,8 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     profile: oneOf(env, 'SVC_PROFILE', ['transaction', 'attestation', 'attestation-simple'] as const, 'transaction'),
     simpleApiKey: present(env, 'SVC_API_KEY'),
     sandbox: bool(env, 'SVC_SANDBOX', false),
-    signingMode: oneOf(env, 'SVC_SIGNING_MODE', ['ed25519', 'hybrid'] as const, 'ed25519'),
+    signingMode,
+    signingProvider: signingProvider(env, signingMode, cwd),
     redisUrl: url(env, 'SVC_REDIS_URL', ['redis', 'rediss']),
     rateLimits: {
       executePerMinute: int(env, 'RATE_LIMIT_EXECUTE_PER_MINUTE', DEFAULTS.executePerMinute, 1, 10_000_000),
@@ -159,5 +281,10 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     policiesDir: present(env, 'SVC_POLICIES_DIR') ? path.resolve(cwd, present(env, 'SVC_POLICIES_DIR')!) : undefined,
     shutdownTimeoutMs: int(env, 'SVC_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 0, 600_000),
     trustProxy: trustProxy(env),
+    egress: egress(env, cwd),
+    issuer: issuer(env),
+    sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
+    logOrigin: logOrigin(env, issuer(env)),
+    metrics: metrics(env),
   };
 }

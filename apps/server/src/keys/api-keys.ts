@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { callerFromKeyRecord, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type Caller, type CallerDirectory } from '@ets/domain';
+import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory } from '@ets/domain';
 import { ConfigError } from '../config/settings.js';
 
 export const RAW_KEY_PREFIX = 'pk_local_';
@@ -22,6 +22,8 @@ export function keyRecordProblem(r: unknown): string | undefined {
   if (typeof k.callerId !== 'string' || k.callerId.trim() === '') return 'callerId must be a non-empty string';
   // `system` proposes the policies shipped with the product; no key may act under that name.
   if (k.callerId === SYSTEM_PROPOSER) return `callerId '${SYSTEM_PROPOSER}' is reserved for the service itself`;
+  // The demo approver's private key is published: no key may act under its name.
+  if (k.callerId === DEMO_APPROVER_ID) return `callerId '${DEMO_APPROVER_ID}' is reserved for the demo approver of sandbox mode`;
   if (typeof k.keyHash !== 'string' || !/^[0-9a-f]{64}$/.test(k.keyHash)) return `keyHash of ${k.callerId} must be a SHA-256 hex digest`;
   if (k.credentialHolderType !== undefined && !HOLDER_TYPES.includes(k.credentialHolderType)) {
     return `credentialHolderType of ${k.callerId} must be one of ${HOLDER_TYPES.join(', ')}`;
@@ -88,7 +90,7 @@ export class ApiKeyFile {
  * Resolves bearer keys. Every configured hash is compared with timingSafeEqual, without stopping
  * at the first match, so the time taken does not tell which (or whether a) key matched.
  */
-export class ApiKeyDirectory implements CallerDirectory {
+export class ApiKeyDirectory implements CallerDirectory, ApproverDirectory {
   private readonly entries: { hash: Buffer; caller: Caller }[];
 
   constructor(records: readonly ApiKeyRecord[]) {
@@ -106,5 +108,10 @@ export class ApiKeyDirectory implements CallerDirectory {
       if (timingSafeEqual(e.hash, presented) && !found) found = e.caller;
     }
     return found;
+  }
+
+  /** The step-up keys of a verified human (USER keys with a step-up key): who may sign approvals. */
+  stepUpKeysOf(callerId: string): string[] {
+    return this.entries.flatMap(({ caller }) => (caller.callerId === callerId && caller.credentialHolderType === 'USER' && caller.stepUpPublicKeyPem ? [caller.stepUpPublicKeyPem] : []));
   }
 }

@@ -8,22 +8,35 @@ export function loadKeyRecords(settings: Settings): ApiKeyRecord[] {
   return new ApiKeyFile(settings.apiKeysFile).read();
 }
 
+/** The caller id of the key a first start issues. */
+export const FIRST_KEY_CALLER_ID = 'operator';
+
+export interface FirstKey {
+  record: ApiKeyRecord;
+  /** Shown once to the operator, stored nowhere. */
+  rawKey: string;
+}
+
 /**
- * A first start with no key configured issues one USER key (all capabilities) and returns its raw
- * value so the caller can print it once; it is not stored anywhere.
+ * The configured key records, and on a first start with no key configured one new USER key (all
+ * capabilities). The new key is not written yet: `persistFirstKey` stores its hash only once the
+ * server listens, so a start that fails (port in use, bad host) leaves no key that nobody was shown.
  */
-export function issueFirstKeyIfNone(settings: Settings): { records: ApiKeyRecord[]; issuedRawKey?: string; callerId?: string } {
+export function keyRecordsForStart(settings: Settings): { records: ApiKeyRecord[]; firstKey?: FirstKey } {
   const records = loadKeyRecords(settings);
   if (records.length > 0 || settings.apiKeysInline !== undefined || settings.authDisabled) return { records };
-  const raw = generateRawKey();
+  const rawKey = generateRawKey();
   const record: ApiKeyRecord = {
-    callerId: 'operator',
-    keyHash: hashKey(raw),
+    callerId: FIRST_KEY_CALLER_ID,
+    keyHash: hashKey(rawKey),
     credentialHolderType: 'USER',
     allowedCapabilities: ['*'],
     allowedTenantIds: [],
     createdAt: new Date().toISOString(),
   };
-  new ApiKeyFile(settings.apiKeysFile).write([record]);
-  return { records: [record], issuedRawKey: raw, callerId: record.callerId };
+  return { records: [record], firstKey: { record, rawKey } };
+}
+
+export function persistFirstKey(settings: Settings, key: FirstKey): void {
+  new ApiKeyFile(settings.apiKeysFile).write([key.record]);
 }
