@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { parse as parseDotenv } from 'dotenv';
 import os from 'node:os';
 import path from 'node:path';
 import { apiKeysEnv, makeKey, runCli, spawnServer, type SpawnedServer } from '@ets/test-support';
@@ -20,9 +21,11 @@ const STEP_TITLES = [
   '3. The new version is in effect',
   '4. The agent executes an approved sandbox action',
   '5. The agent is refused; the signed Refusal Record verifies publicly',
-  '6. The service verifies the Execution Trust Record',
-  '7. The service issues a signed Receipt',
-  '8. Anyone verifies the records offline, with only the public keys',
+  '6. Alice registers an external connector for demopay:transfer; Bob approves it',
+  '7. The agent executes demopay:transfer: a signed release to the example receiver over HTTPS',
+  '8. The service verifies the Execution Trust Record',
+  '9. The service issues a signed Receipt',
+  '10. Anyone verifies the records offline, with only the public keys',
 ];
 
 describe('ets demo', () => {
@@ -35,7 +38,16 @@ describe('ets demo', () => {
     const r = await runCli(['demo', '--setup', demoDir], env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(r.stdout).toContain(`npx ets demo --from ${demoDir}`);
-    expect(r.stdout).toContain('SVC_SANDBOX=true npm start');
+    expect(r.stdout).toContain(`env $(cat ${path.join(demoDir, 'server.env')}) npm start`);
+    const serverEnv = parseDotenv(readFileSync(path.join(demoDir, 'server.env'), 'utf8'));
+    expect(serverEnv).toEqual({
+      SVC_SANDBOX: 'true',
+      SVC_DNS_SERVERS: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+      SVC_EGRESS_ALLOW_CIDRS: '127.0.0.0/8',
+      NODE_EXTRA_CA_CERTS: path.join(demoDir, 'demo-ca.pem'),
+    });
+    expect(readFileSync(path.join(demoDir, 'demo-ca.pem'), 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----/);
+    expect(statSync(path.join(demoDir, 'receiver-key.pem')).mode & 0o777).toBe(0o600);
 
     const keys = (JSON.parse(readFileSync(path.join(dataDir, 'api-keys.json'), 'utf8')) as { keys: Record<string, unknown>[] }).keys;
     expect(keys.map((k) => [k.callerId, k.credentialHolderType, Boolean(k.stepUpPublicKey)])).toEqual([
@@ -66,7 +78,8 @@ describe('ets demo', () => {
 
   describe('against a running server in sandbox mode', () => {
     beforeAll(async () => {
-      server = await spawnServer({ ...env, SVC_SANDBOX: 'true' });
+      // As the README starts it: with the settings `--setup` wrote (NODE_EXTRA_CA_CERTS read by Node at start).
+      server = await spawnServer({ ...env, ...parseDotenv(readFileSync(path.join(demoDir, 'server.env'), 'utf8')) });
     });
 
     it('--from DIR walks every step and exits 0; a second run proposes the next version', async () => {
@@ -80,6 +93,11 @@ describe('ets demo', () => {
         expect(r.stdout).toMatch(/SELF_APPROVAL_DENIED/);
         expect(r.stdout).toMatch(/→ POST \/execute \{"businessTransactionId":/);
         expect(r.stdout).toMatch(/✓ refused: Execution rejected: Country is sanctioned/);
+        expect(r.stdout).toMatch(/✓ demopay:transfer is registered \(registrationId [0-9a-f-]{36}\) to https:\/\/receiver\.ets-demo\.test:\d+\/release/);
+        expect(r.stdout).toMatch(/the receiver verified: kid ed25519-\S+, aud https:\/\/receiver\.ets-demo\.test:\d+\/release, expires 5s after issue/);
+        expect(r.stdout).toMatch(/✓ EXECUTED by the receiver over HTTPS; result \{"received":\{"amount":420,"currency":"EUR","reference":"demo-invoice-3"\}/);
+        if (run === 2) expect(r.stdout).toContain('✓ the registration of an earlier run is revoked');
+        expect(server!.output()).toMatch(/"setting":"SVC_EGRESS_ALLOW_CIDRS".*"msg":"outbound calls may reach these non-public address ranges/);
         expect(r.stdout).toMatch(/✓ VERIFIED/);
         expect(r.stdout).toMatch(/Execution Trust Record: VALID/);
         expect(r.stdout).toMatch(/executionChain: ok/);

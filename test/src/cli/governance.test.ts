@@ -40,6 +40,15 @@ describe('ets step-up sign', () => {
     expect(new Ed25519StepUpVerifier().verify(bobPublicPem, e.payload, e.signature)).toBe(true);
   });
 
+  it('takes a --ttl of up to 900 seconds (what the service accepts)', async () => {
+    const before = Date.now();
+    const r = await runCli(['step-up', 'sign', '--key', bobKeyFile, '--change', 'c', '--action', 'approve', '--ttl', '900'], env);
+    expect(r.code).toBe(0);
+    const ttl = Date.parse((JSON.parse(r.stdout) as { payload: { expiresAt: string } }).payload.expiresAt) - before;
+    expect(ttl).toBeGreaterThanOrEqual(899_000);
+    expect(ttl).toBeLessThanOrEqual(900_000 + (Date.now() - before));
+  });
+
   it('takes --ttl, --caller-id and --reason; a nonce is never repeated', async () => {
     const args = ['step-up', 'sign', '--key', bobKeyFile, '--change', 'chg-2', '--action', 'reject', '--reason', 'Too risky', '--ttl', '60', '--caller-id', 'bob'];
     const [a, b] = await Promise.all([runCli(args, env), runCli(args, env)]);
@@ -58,6 +67,7 @@ describe('ets step-up sign', () => {
       ['no --change', ['--key', bobKeyFile, '--action', 'approve'], /--change is required/],
       ['an unknown action', ['--key', bobKeyFile, '--change', 'c', '--action', 'maybe'], /--action must be approve or reject/],
       ['a bad --ttl', ['--key', bobKeyFile, '--change', 'c', '--action', 'approve', '--ttl', '0'], /--ttl/],
+      ['a --ttl over 15 minutes', ['--key', bobKeyFile, '--change', 'c', '--action', 'approve', '--ttl', '901'], /--ttl must be a whole number of seconds from 1 to 900/],
       ['a missing key file', ['--key', path.join(dir, 'nope.pem'), '--change', 'c', '--action', 'approve'], /cannot read the step-up key/],
       ['a public key instead of a private one', ['--key', file('pub.pem', bobPublicPem), '--change', 'c', '--action', 'approve'], /private key/],
       ['an RSA key', ['--key', file('rsa.pem', rsa), '--change', 'c', '--action', 'approve'], /Ed25519/],

@@ -1,18 +1,11 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
-import { runCli, spawnServer } from '@ets/test-support';
+import { runCli, spawnServer, tempDirs } from '@ets/test-support';
 
-const dirs: string[] = [];
-const tmp = () => {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'ets-keys-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tmp = tempDirs('ets-keys-');
 
 /** Every byte of every file under dir, as text. */
 const allFileText = (dir: string): string =>

@@ -1,17 +1,8 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { runCli, spawnServer } from '@ets/test-support';
+import { runCli, spawnServer, tempDirs } from '@ets/test-support';
 
-const dirs: string[] = [];
-const tmp = () => {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'ets-cli-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tmp = tempDirs('ets-cli-');
 
 describe('ets serve', () => {
   it('serves, logs JSON lines, and stops gracefully on SIGTERM and SIGINT', async () => {

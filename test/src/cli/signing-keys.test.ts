@@ -1,18 +1,11 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import os from 'node:os';
+import { describe, expect, it } from '@jest/globals';
+import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { verifyRecord } from '@ets/adapters-crypto';
-import { runCli, spawnServer } from '@ets/test-support';
+import { runCli, spawnServer, tempDirs } from '@ets/test-support';
 
-const dirs: string[] = [];
-const tmp = () => {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'ets-sk-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tmp = tempDirs('ets-sk-');
 
 async function keyFor(env: Record<string, string>): Promise<string> {
   return (await runCli(['keys', 'add', '--caller-id', 'ops', '--holder', 'USER'], env)).stdout.trim();

@@ -4,12 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { verifyRecord } from '@ets/adapters-crypto';
-import { createDataSource, migrate } from '@ets/adapters-persistence';
 import {
   apiKeysEnv,
   bearer,
   businessTransaction,
+  logMatchingRecords,
   makeKey,
+  onDatabase,
   publishPolicy,
   spawnServer,
   STORAGE_TARGETS,
@@ -25,6 +26,12 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One statement (`?` placeholders) on the target's database, from outside the server. */
+async function sql(db: ProvisionedTarget, text: string, params: unknown[]): Promise<void> {
+  let n = 0;
+  await onDatabase(db.target, (ds) => ds.query(db.target.kind === 'postgres' ? text.replace(/\?/g, () => `$${++n}`) : text, params));
+}
 
 async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 10000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -66,14 +73,10 @@ describe.each(STORAGE_TARGETS)('crash safety of the execution pipeline on $name 
       ...apiKeysEnv(agent, human),
       ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}),
     };
-    const ds = createDataSource(db.target);
-    await ds.initialize();
-    await migrate(ds);
-    await publishPolicy(ds);
-    await ds.destroy();
+    await onDatabase(db.target, publishPolicy);
   });
 
-  it('killed during release (after the intent commit): the intent is PREPARED and listed for reconciliation', async () => {
+  it('killed during release (after the intent commit): the intent is PREPARED, listed for reconciliation, and resolvable once its lease has ended', async () => {
     let server = await start();
     const tx = businessTransaction({ intent: { action: 'sandbox:echo', parameters: { sandboxDelayMs: 30000 } } });
     const id = tx.businessTransactionId as string;
@@ -88,12 +91,17 @@ describe.each(STORAGE_TARGETS)('crash safety of the execution pipeline on $name 
       expect(server.output()).toContain('need reconciliation');
       expect(await intentState(server, id)).toBe('PREPARED');
       const listed = await request(server.url).get('/execution-intents').set('authorization', bearer(agent));
-      expect((listed.body.intents as { intent: { businessTransactionId: string } }[]).map((i) => i.intent.businessTransactionId)).toContain(id);
+      const item = (listed.body.items as { intent: { businessTransactionId: string }; status: { inFlight: boolean } }[]).find((i) => i.intent.businessTransactionId === id);
+      // Nothing tells a dead process from a slow one but time: until the lease ends it counts as in flight.
+      expect(item?.status).toMatchObject({ state: 'PREPARED', inFlight: true });
       expect((await request(server.url).get(`/trust-records/${id}`).set('authorization', bearer(agent))).status).toBe(404);
-      const resolved = await request(server.url)
-        .post(`/execution-intents/${id}/resolve`)
-        .set('authorization', bearer(human))
-        .send({ found: 'EXECUTED', note: 'The sandbox echoed it before the crash.' });
+      const resolve = () =>
+        request(server.url).post(`/execution-intents/${id}/resolve`).set('authorization', bearer(human)).send({ found: 'EXECUTED', note: 'The sandbox echoed it before the crash.' });
+      expect((await resolve()).body.code).toBe('EXECUTION_INTENT_NOT_RESOLVABLE');
+      // Five minutes later (the lease, aged in the database rather than waited for).
+      await sql(db, "UPDATE execution_intents SET in_flight_until = '2000-01-01T00:00:00.000Z' WHERE business_transaction_id = ?", [id]);
+      expect((await request(server.url).get(`/execution-intents/${id}`).set('authorization', bearer(agent))).body.status.inFlight).toBe(false);
+      const resolved = await resolve();
       expect(resolved.body.status.state).toBe('RESOLVED');
     } finally {
       await server.stop();
@@ -151,5 +159,12 @@ describe.each(STORAGE_TARGETS)('crash safety of the execution pipeline on $name 
     } finally {
       await server.stop();
     }
+    // The transparency log matches the records exactly: every record has its leaf, no leaf lacks
+    // its record, indices are dense, and every checkpoint is the root of the leaves it covers.
+    await onDatabase(db.target, async (ds) => {
+      const { problems, kinds } = await logMatchingRecords(ds);
+      expect(problems).toEqual([]);
+      expect(kinds.intent).toBeGreaterThan(0);
+    });
   }, 240_000);
 });

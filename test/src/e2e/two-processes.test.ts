@@ -3,15 +3,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
-import { createDataSource, migrate } from '@ets/adapters-persistence';
 import {
   apiKeysEnv,
   bearer,
   businessTransaction,
+  logMatchingRecords,
   makeKey,
+  openCheckpointNote,
   postgresTarget,
+  onDatabase,
   publishPolicy,
   spawnServer,
+  walkChain,
   type ProvisionedTarget,
   type SpawnedServer,
 } from '@ets/test-support';
@@ -26,11 +29,7 @@ describe('two server processes sharing one PostgreSQL', () => {
   beforeAll(async () => {
     db = await postgresTarget.provision();
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'ets-two-'));
-    const ds = createDataSource(db.target);
-    await ds.initialize();
-    await migrate(ds);
-    await publishPolicy(ds);
-    await ds.destroy();
+    await onDatabase(db.target, publishPolicy);
     // One data dir: both processes sign with the same service key, as instances of one deployment.
     const env = { SVC_DATA_DIR: dataDir, SVC_DATABASE_URL: (db.target as { url: string }).url, ...apiKeysEnv(agent) };
     servers = [await spawnServer(env)];
@@ -71,5 +70,37 @@ describe('two server processes sharing one PostgreSQL', () => {
     expect(previous.filter((p) => p === null)).toHaveLength(1);
     expect(new Set(previous).size).toBe(previous.length); // no two executions share a predecessor
     for (const p of previous) if (p !== null) expect(hashes.has(p)).toBe(true);
+    // Listed in chain order, whichever process linked them: every neighbour links, on either process's list.
+    const jwks = (await request(servers[1]!.url).get('/.well-known/jwks.json')).body;
+    for (const s of servers) {
+      const walked = await walkChain(async (page, pageSize) => (await request(s.url).get(`/trust-records?page=${page}&pageSize=${pageSize}`).set('authorization', bearer(agent))).body, jwks, 25);
+      expect(walked.chained.length).toBe(records.filter((r) => r.executions.length > 0).length);
+    }
+  });
+
+  it('append to one transparency log without forks, and sign only checkpoints of that one tree', async () => {
+    const txs = Array.from({ length: 40 }, () => businessTransaction());
+    await Promise.all(txs.map((tx, i) => request(servers[i % 2]!.url).post(i % 4 ? '/execute' : '/transactions').set('authorization', bearer(agent)).send(tx)));
+    // Receipts from both at once: each may need a checkpoint that holds its record.
+    const receipts = await Promise.all(
+      txs.slice(0, 8).map(async (tx, i) => {
+        const url = servers[i % 2]!.url;
+        await request(url).post('/verify').set('authorization', bearer(agent)).send({ businessTransactionId: tx.businessTransactionId });
+        return (await request(url).post('/receipt').set('authorization', bearer(agent)).send({ businessTransactionId: tx.businessTransactionId })).body;
+      }),
+    );
+    const jwks = (await request(servers[0]!.url).get('/.well-known/jwks.json')).body;
+    for (const r of receipts) expect(openCheckpointNote(r.transparency.checkpoint, jwks).treeSize).toBe(r.transparency.treeSize);
+    await new Promise((r) => setTimeout(r, 1500));
+
+    await onDatabase(db.target, async (ds) => {
+      // Dense, one leaf per record, and every checkpoint either process kept is the root of a prefix of the one tree.
+      const { problems, kinds } = await logMatchingRecords(ds);
+      expect(problems).toEqual([]);
+      expect(kinds['trust-record']).toBeGreaterThanOrEqual(40);
+      const notes = (await ds.query('SELECT note FROM transparency_log_checkpoints ORDER BY tree_size')) as { note: string }[];
+      expect(notes.length).toBeGreaterThan(1);
+      for (const { note } of notes) openCheckpointNote(note, jwks);
+    });
   });
 });

@@ -32,6 +32,48 @@ describe.each(STORAGE_TARGETS)('execution pipeline on $name', (factory) => {
     await server.destroy();
   });
 
+  describe('the authentication event of /execute and /transactions, stored with the request\'s first record', () => {
+    /** The ids of the agent's events on the pipeline's two routes. */
+    const pipelineEvents = async (): Promise<string[]> =>
+      (await get('/audit/auth-events?limit=500', human)).body.events
+        .filter((e: { route: string; callerId: string }) => ['/execute', '/transactions'].includes(e.route) && e.callerId === 'agent-7')
+        .map((e: { eventId: string }) => e.eventId);
+    const leafOf = async (eventId: string): Promise<number> => {
+      const [r] = (await server.dataSource.query(`SELECT COUNT(*) AS n FROM transparency_log_leaves WHERE record_kind = 'audit-event' AND record_id = '${eventId}'`)) as { n: string | number }[];
+      return Number(r!.n);
+    };
+
+    it('stores exactly one signed event per request, whatever the outcome (executed, refused, recorded, invalid, duplicate), each a leaf of the log', async () => {
+      const before = new Set(await pipelineEvents());
+      const tx = businessTransaction();
+      expect((await post('/execute', tx)).status).toBe(200);
+      expect((await post('/execute', tx)).status).toBe(409);
+      expect((await post('/execute', businessTransaction({ signals: { amount: 120, country: 'KP' } }))).status).toBe(403);
+      expect((await post('/transactions', businessTransaction())).status).toBe(201);
+      expect((await post('/execute', { ...businessTransaction(), businessTransactionId: 'nope' })).status).toBe(400);
+      expect((await post('/execute', businessTransaction({ policy: { name: 'no-such-policy', version: '1.0.0' } }))).status).toBe(404);
+      const added = (await pipelineEvents()).filter((id) => !before.has(id));
+      expect(added).toHaveLength(6);
+      for (const id of added) expect(await leafOf(id)).toBe(1);
+    });
+
+    it('fails closed: when the event cannot be stored nothing is released, nothing is stored, and the answer is 503 AUDIT_UNAVAILABLE', async () => {
+      const tx = businessTransaction();
+      await server.dataSource.query('ALTER TABLE audit_events RENAME TO audit_events_gone');
+      try {
+        const res = await post('/execute', tx);
+        expect(res.status).toBe(503);
+        expect(res.body).toEqual({ error: expect.any(String), code: 'AUDIT_UNAVAILABLE' });
+        expect((await post('/transactions', businessTransaction())).body.code).toBe('AUDIT_UNAVAILABLE');
+      } finally {
+        await server.dataSource.query('ALTER TABLE audit_events_gone RENAME TO audit_events');
+      }
+      // The intent and the event were one commit: neither exists, so the same id is still free.
+      expect((await get(`/execution-intents/${tx.businessTransactionId}`)).status).toBe(404);
+      expect((await post('/execute', tx)).status).toBe(200);
+    });
+  });
+
   it('releases an approved action: intent first, then a signed, chained Trust Record that verifies with only the JWKS', async () => {
     const tx = businessTransaction();
     const res = await post('/execute', tx);
@@ -205,7 +247,7 @@ describe.each(STORAGE_TARGETS)('execution pipeline on $name', (factory) => {
     expect((await get(`/trust-records/${after.businessTransactionId}`)).status).toBe(404);
 
     const listed = await get('/execution-intents');
-    const ids = (listed.body.intents as { intent: { businessTransactionId: string } }[]).map((i) => i.intent.businessTransactionId);
+    const ids = (listed.body.items as { intent: { businessTransactionId: string } }[]).map((i) => i.intent.businessTransactionId);
     expect(ids).toEqual(expect.arrayContaining([before.businessTransactionId, after.businessTransactionId]));
 
     const resolvePath = `/execution-intents/${after.businessTransactionId}/resolve`;

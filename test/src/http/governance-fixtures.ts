@@ -1,28 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { signStepUpPayload } from '@ets/adapters-crypto';
-import type { TestKey } from '@ets/test-support';
 
-/** A step-up envelope signed with the key's own step-up private key (what `ets step-up sign` prints). */
-export function envelope(
-  checker: TestKey,
-  changeId: string,
-  action: 'approve' | 'reject',
-  over: Record<string, unknown> = {},
-  signingKeyPem: string = checker.stepUpPrivateKeyPem!,
-): { payload: Record<string, unknown>; signature: string } {
-  const payload: Record<string, unknown> = {
-    pendingPolicyChangeId: changeId,
-    action,
-    expiresAt: new Date(Date.now() + 300_000).toISOString(),
-    nonce: randomBytes(32).toString('base64url'),
-    callerId: checker.record.callerId,
-    ...(action === 'reject' ? { reason: 'Not like this' } : {}),
-    ...over,
-  };
-  for (const k of Object.keys(payload)) if (payload[k] === undefined) delete payload[k];
-  return { payload, signature: signStepUpPayload(signingKeyPem, payload) };
-}
+export { envelope } from '@ets/test-support';
 
 /** A valid policy document of the test policy `gov-test`. */
 export function policyDoc(version: string, over: Record<string, unknown> = {}): Record<string, unknown> {

@@ -18,14 +18,27 @@ describe.each(STORAGE_TARGETS)('platform routes on $name', (factory) => {
     const yaml = await request(server.url).get('/openapi.yaml');
     expect(yaml.status).toBe(200);
     expect(yaml.text).toMatch(/^openapi: 3\.1\.0/);
-    for (const page of ['/documentation', '/reference']) {
-      const res = await request(server.url).get(page);
+    for (const page of ['/documentation', '/reference', '/handbook/download-leads']) {
+      const res = await request(server.url).get(page).set('accept', 'text/html');
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/text\/html/);
-      expect(res.headers['content-security-policy']).toContain("default-src 'none'");
-      // Air-gapped: nothing is loaded from another host.
-      expect(res.text).not.toMatch(/<script|<link[^>]+href=["']?https?:|@import|url\(\s*["']?https?:|src=["']?https?:/i);
+      const csp = String(res.headers['content-security-policy']);
+      expect(csp).toContain("default-src 'none'");
+      // Air-gapped: the policy names no other host, and the page loads nothing from one.
+      expect(csp).not.toMatch(/https?:|\*|'unsafe-eval'/);
+      expect(res.text).not.toMatch(/<link[^>]+href=["']?(https?:)?\/\/|@import|url\(\s*["']?(https?:)?\/\/|src=["']?(https?:)?\/\//i);
     }
+    // The reference's scripts and styles are served by the service itself.
+    const reference = (await request(server.url).get('/reference')).text;
+    const assets = [...reference.matchAll(/(?:src|href)="(\/reference\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(assets).toEqual(expect.arrayContaining(['/reference/assets/swagger-ui-bundle.js', '/reference/assets/swagger-ui.css', '/reference/assets/reference.js']));
+    for (const asset of assets) {
+      const res = await request(server.url).get(asset);
+      expect(`${asset} ${res.status}`).toBe(`${asset} 200`);
+      expect(res.text).not.toMatch(/sourceMappingURL/);
+    }
+    expect((await request(server.url).get('/reference/assets/../../package.json')).status).toBe(404);
+    expect((await request(server.url).get('/reference/assets/swagger-ui.js.map')).status).toBe(404);
   });
 
   it('captures a handbook lead once per address before giving the download location', async () => {
@@ -63,6 +76,14 @@ describe.each(STORAGE_TARGETS)('platform routes on $name', (factory) => {
       const op = OPENAPI.paths[toOpenApiPath(r.path)]![r.method]!;
       const isPublic = Array.isArray(op.security) && op.security.length === 0;
       expect(`${r.method} ${r.path} public=${isPublic}`).toBe(`${r.method} ${r.path} public=${r.auth === 'none'}`);
+    }
+  });
+
+  it('documents on every route what the input layer and authentication answer: 400, 415 and 413 with a body, 401 and 429 with a key', () => {
+    for (const r of server.httpApp.routes) {
+      const statuses = Object.keys(OPENAPI.paths[toOpenApiPath(r.path)]![r.method]!.responses ?? {});
+      const expected = ['400', ...(r.method === 'post' ? ['413', '415'] : []), ...(r.auth === 'key' ? ['401', '429'] : [])];
+      expect(`${r.method} ${r.path}: ${expected.filter((s) => !statuses.includes(s)).join(',')}`).toBe(`${r.method} ${r.path}: `);
     }
   });
 

@@ -46,9 +46,9 @@ describe.each(STORAGE_TARGETS)('policies and maker-checker over HTTP on $name', 
     post(`/policies/pending-changes/${id}/approve`, checker, envelope(checker, id, 'approve', over));
 
   it('proposes the shipped policy at start as the system; it takes effect only once a human approves it', async () => {
-    const pending = await get('/policies/pending-changes?status=PENDING_APPROVAL');
+    const pending = await get('/policies/pending-changes?status=PENDING_APPROVAL&pageSize=100');
     expect(pending.status).toBe(200);
-    const shipped = (pending.body as { policyName: string }[]).filter((c) => c.policyName === 'payments-transfer');
+    const shipped = (pending.body.items as { policyName: string }[]).filter((c) => c.policyName === 'payments-transfer');
     expect(shipped).toEqual([
       expect.objectContaining({ policyName: 'payments-transfer', policyVersion: '1.0.0', baseVersion: '1.0.0', status: 'PENDING_APPROVAL', proposer: 'system' }),
     ]);
@@ -196,13 +196,13 @@ describe.each(STORAGE_TARGETS)('policies and maker-checker over HTTP on $name', 
       const pendingId = await proposed();
       const rejectedId = await proposed();
       expect((await post(`/policies/pending-changes/${rejectedId}/reject`, bob, envelope(bob, rejectedId, 'reject'))).status).toBe(200);
-      const all = await get('/policies/pending-changes');
+      const all = await get('/policies/pending-changes?pageSize=100');
       expect(all.status).toBe(200);
-      expect((all.body as { id: string }[]).map((c) => c.id)).toEqual(expect.arrayContaining([pendingId, rejectedId]));
-      const pending = (await get('/policies/pending-changes?status=PENDING_APPROVAL')).body as { id: string; status: string }[];
+      expect((all.body.items as { id: string }[]).map((c) => c.id)).toEqual(expect.arrayContaining([pendingId, rejectedId]));
+      const pending = (await get('/policies/pending-changes?status=PENDING_APPROVAL&pageSize=100')).body.items as { id: string; status: string }[];
       expect(pending.map((c) => c.id)).toContain(pendingId);
       expect(pending.every((c) => c.status === 'PENDING_APPROVAL')).toBe(true);
-      const rejected = (await get('/policies/pending-changes?status=REJECTED')).body as { id: string }[];
+      const rejected = (await get('/policies/pending-changes?status=REJECTED&pageSize=100')).body.items as { id: string }[];
       expect(rejected.map((c) => c.id)).toContain(rejectedId);
       expect(rejected.map((c) => c.id)).not.toContain(pendingId);
       for (const q of ['status=pending', 'status=', 'status=APPROVED&status=REJECTED']) {
@@ -210,6 +210,12 @@ describe.each(STORAGE_TARGETS)('policies and maker-checker over HTTP on $name', 
         expect(`${q} ${res.status}`).toBe(`${q} 400`);
         expect(res.body).toEqual({ error: 'status must be one of PENDING_APPROVAL, APPROVED, REJECTED.' });
       }
+      for (const q of ['page=0', 'pageSize=101', 'pageSize=x']) expect((await get(`/policies/pending-changes?${q}`)).status).toBe(400);
+      const first = await get('/policies/pending-changes?pageSize=1');
+      const second = await get('/policies/pending-changes?pageSize=1&page=2');
+      expect(first.body).toMatchObject({ page: 1, pageSize: 1, total: all.body.total });
+      expect(first.body.items).toHaveLength(1);
+      expect(second.body.items[0].id).toBe(all.body.items[1].id);
     });
   });
 
@@ -219,7 +225,7 @@ describe.each(STORAGE_TARGETS)('policies and maker-checker over HTTP on $name', 
       id = await proposed();
     });
     const expectStillPending = async () => {
-      const list = (await get('/policies/pending-changes?status=PENDING_APPROVAL')).body as { id: string }[];
+      const list = (await get('/policies/pending-changes?status=PENDING_APPROVAL&pageSize=100')).body.items as { id: string }[];
       expect(list.map((c) => c.id)).toContain(id);
     };
 
@@ -247,6 +253,11 @@ describe.each(STORAGE_TARGETS)('policies and maker-checker over HTTP on $name', 
         { signature: good.signature },
         { payload: { ...good.payload, nonce: 'short' }, signature: good.signature },
         { payload: { ...good.payload, expiresAt: 'soon' }, signature: good.signature },
+        envelope(bob, id, 'approve', { expiresAt: '2099-02-30T00:00:00Z' }),
+        envelope(bob, id, 'approve', { expiresAt: '2099-01-01T24:00:00Z' }),
+        envelope(bob, id, 'approve', { expiresAt: '9999-12-31T23:59:59Z' }),
+        envelope(bob, id, 'approve', { expiresAt: new Date(Date.now() + 16 * 60_000).toISOString() }),
+        envelope(bob, id, 'approve', { expiresAt: `${new Date(Date.now() + 60_000).toISOString().slice(0, 17)}60Z` }),
         { payload: { ...good.payload, pendingPolicyChangeId: undefined }, signature: good.signature },
       ];
       for (const body of bodies) {
@@ -352,6 +363,39 @@ describe.each(STORAGE_TARGETS)('policies and maker-checker over HTTP on $name', 
       }
     });
 
+    it('applies 20 simultaneous approvals by one approver, each with its own envelope, once: one 200, 19 409, one audit event', async () => {
+      const v = nextVersion();
+      const id = await proposed(v);
+      const results = await Promise.all(Array.from({ length: 20 }, () => approveAs(bob, id)));
+      const statuses = results.map((r) => r.status);
+      expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+      expect(statuses.filter((s) => s === 409)).toHaveLength(19);
+      const rows: unknown[] = await server.dataSource.query(`SELECT seq FROM policy_versions WHERE name = 'gov-test' AND version = '${v}'`);
+      expect(rows).toHaveLength(1);
+      const events: { body: string }[] = await server.dataSource.query(`SELECT body FROM audit_events WHERE kind = 'governance'`);
+      const decisions = events.map((e) => JSON.parse(e.body) as { subjectId: string; action: string }).filter((e) => e.subjectId === id && e.action !== 'propose');
+      expect(decisions).toHaveLength(1);
+    });
+
+    it('lets the approver complete an approval only once its apply claim is released or its lease has run out', async () => {
+      const v = nextVersion();
+      const id = await proposed(v);
+      // Step (a) done by bob; a request of bob's still holds the claim (applying right now).
+      const decided = `UPDATE pending_changes SET status = 'APPROVED', decider = 'bob', decided_at = '2026-01-01T00:00:00.000Z', apply_claim = 'held', apply_claim_until = `;
+      await server.dataSource.query(`${decided} '${new Date(Date.now() + 60_000).toISOString()}' WHERE id = '${id}'`);
+      expect((await approveAs(bob, id)).status).toBe(409);
+      expect((await post('/policies/validate', alice, { policyId: 'gov-test', policyVersion: v })).status).toBe(404);
+      // That request's process stopped: its lease runs out, and the approver's retry completes.
+      await server.dataSource.query(`${decided} '${new Date(Date.now() - 1000).toISOString()}' WHERE id = '${id}'`);
+      expect((await approveAs(carol, id)).status).toBe(409);
+      const retry = await approveAs(bob, id);
+      expect(retry.status).toBe(200);
+      expect(retry.body).toMatchObject({ id, status: 'APPROVED', decider: 'bob', appliedAt: expect.any(String) });
+      expect(retry.body).not.toHaveProperty('applyClaim');
+      expect((await post('/policies/validate', alice, { policyId: 'gov-test', policyVersion: v })).body).toEqual({ valid: true, errors: [] });
+      expect((await approveAs(bob, id)).status).toBe(409);
+    });
+
     it('completes an approval whose publication was lost when the same approver retries; anyone else gets 409', async () => {
       const v = nextVersion();
       const id = await proposed(v);
@@ -443,6 +487,6 @@ describe.each(STORAGE_TARGETS)('shipped policies folder on $name', (factory) => 
     server = await startTestServer(factory, { ...apiKeysEnv(alice, bob), SVC_POLICIES_DIR: dir });
     const list = await request(server.url).get('/policies/pending-changes').set('authorization', bearer(alice));
     expect(list.status).toBe(200);
-    expect((list.body as { policyName: string; proposer: string }[]).map((c) => [c.policyName, c.proposer])).toEqual([['yaml-policy', 'system']]);
+    expect((list.body.items as { policyName: string; proposer: string }[]).map((c) => [c.policyName, c.proposer])).toEqual([['yaml-policy', 'system']]);
   });
 });

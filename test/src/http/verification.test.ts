@@ -399,7 +399,7 @@ describe.each(STORAGE_TARGETS)('verification, receipts and replay on $name', (fa
 
   /** Signs a record and its intent with the running server's own keys and stores them as older versions would have. */
   const insertFixture = async (shape: (ctx: ReleaseContext, record: SignedTrustRecord) => ExecutionTrustRecord, head: string | null): Promise<{ id: string; text: string }> => {
-    const signer = new KeyRingSigner(server.keyRing);
+    const signer = new KeyRingSigner(server.signingKeys);
     const tx = businessTransaction();
     const id = tx.businessTransactionId as string;
     const transaction = { ...(tx as unknown as ReleaseContext['transaction']) };
@@ -448,7 +448,7 @@ describe.each(STORAGE_TARGETS)('verification, receipts and replay on $name', (fa
       "INSERT INTO execution_intents (business_transaction_id, caller_id, state, intent, created_at, updated_at) VALUES (?, ?, 'FINALIZED', ?, ?, ?)",
       [id, 'agent-7', JSON.stringify(intent), at, at],
     );
-    await sql('INSERT INTO trust_records (business_transaction_id, body, created_at) VALUES (?, ?, ?)', [id, text, at]);
+    await sql('INSERT INTO trust_records (business_transaction_id, caller_id, body, created_at) VALUES (?, ?, ?, ?)', [id, 'agent-7', text, at]);
     return { id, text };
   };
 
@@ -493,7 +493,8 @@ describe.each(STORAGE_TARGETS)('verification, receipts and replay on $name', (fa
     const res = await request(server.url).post('/execute').set('authorization', bearer(agent)).set('content-type', 'application/json').send(body);
     expect(res.status).toBe(200);
     const stored = await storedText('trust_records', id);
-    expect(stored).toContain('"parameters":{"__proto__":{"limit":5,"isAdmin":false},');
+    // Stored as the record's canonical text: members in RFC 8785 order, the `__proto__` key kept.
+    expect(stored).toContain('"parameters":{"__proto__":{"isAdmin":false,"limit":5},');
     const served = await get(`/trust-records/${id}`);
     expect(served.text).toBe(stored);
     expect(Object.prototype.hasOwnProperty.call(served.body.transaction.intent.parameters, '__proto__')).toBe(true);
@@ -502,7 +503,7 @@ describe.each(STORAGE_TARGETS)('verification, receipts and replay on $name', (fa
     expect((await post('/replay', { businessTransactionId: id })).body.decisionMatches).toBe(true);
 
     await sql('UPDATE trust_records SET body = ? WHERE business_transaction_id = ?', [
-      stored.replace('"parameters":{"__proto__":{"limit":5,"isAdmin":false},', '"parameters":{"__proto__":{"limit":5,"isAdmin":true},'),
+      stored.replace('"parameters":{"__proto__":{"isAdmin":false,"limit":5},', '"parameters":{"__proto__":{"isAdmin":true,"limit":5},'),
       id,
     ]);
     const v = await expectFailed(id, ['signature', 'intentBinding']);

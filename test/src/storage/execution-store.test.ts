@@ -3,12 +3,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
 import { createDataSource, IntentStateConflictError, migrate, TypeOrmExecutionStore, withSqliteWriteLock } from '@ets/adapters-persistence';
+import { canonicalize, Sha256Hasher } from '@ets/adapters-crypto';
 import {
   DuplicateTransactionError,
+  ExecutionService,
+  EVERY_CALLER as ALL,
+  INTENT_IN_FLIGHT_LEASE_MS,
   type ChainHead,
   type ExecutionEntry,
   type IntentResolution,
   type PolicyDecision,
+  type ReadScope,
   type ReleaseContext,
   type SignedIntent,
   type SignedRefusal,
@@ -21,6 +26,10 @@ import { STORAGE_TARGETS, type ProvisionedTarget } from '@ets/test-support';
 
 const T0 = Date.UTC(2025, 0, 1);
 const at = (seconds: number): string => new Date(T0 + seconds * 1000).toISOString();
+/** When the lease of an intent prepared at `at(seconds)` ends. */
+const leaseEnd = (seconds: number): string => new Date(T0 + seconds * 1000 + INTENT_IN_FLIGHT_LEASE_MS).toISOString();
+/** A time after the lease of every intent these tests prepare: their requests are over. */
+const LATER = at(3600);
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 const claimOf = (id: string, outcome: TransactionClaim['outcome'] = 'EXECUTING', createdAt = at(0)): TransactionClaim => ({
@@ -126,13 +135,14 @@ const chainedBuild =
     return recordOf(id, [{ ...entry(id), previousChainHash: head.chainHash, chainHash, chainSignature: `sig:${chainHash}` }]);
   };
 
-const resolutionOf = (previousState: IntentResolution['previousState']): IntentResolution => ({
+const resolution: Omit<IntentResolution, 'previousState'> = {
   found: 'NOT_EXECUTED',
   note: 'checked at the bank',
   resolvedBy: 'operator@example.com',
   resolvedAt: at(9),
-  previousState,
-});
+};
+/** The resolution as the status keeps it: the store adds the state it moved from. */
+const resolutionOf = (previousState: IntentResolution['previousState']): IntentResolution => ({ ...resolution, previousState });
 
 /**
  * The executions of all records form ONE linked list: one null start, distinct chain hashes, no two
@@ -182,10 +192,17 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
     const [r] = (await on.query('SELECT head_hash FROM execution_chain WHERE id = 1')) as { head_hash: string | null }[];
     return r!.head_hash;
   };
-  const allRecords = async (s = store): Promise<SignedTrustRecord[]> => {
+  /** A page of GET /trust-records with its items parsed. */
+  const recordPage = async (page: number, pageSize: number, scope: ReadScope = ALL, s = store) => {
+    const texts = await s.listTrustRecordTexts(scope, page, pageSize);
+    const items: SignedTrustRecord[] = [];
+    for await (const text of texts.items) items.push(JSON.parse(text) as SignedTrustRecord);
+    return { ...texts, items };
+  };
+  const allRecords = async (s = store, scope: ReadScope = ALL): Promise<SignedTrustRecord[]> => {
     const out: SignedTrustRecord[] = [];
     for (let page = 1; ; page++) {
-      const { items } = await s.listTrustRecords(page, 100);
+      const { items } = await recordPage(page, 100, scope, s);
       out.push(...items);
       if (items.length < 100) return out;
     }
@@ -212,8 +229,8 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       expect(await store.isClaimed(id)).toBe(false);
       await store.storeRefusal(claimOf(id, 'REFUSED'), refusalOf(id));
       expect(await store.isClaimed(id)).toBe(true);
-      expect(await store.getClaim(id)).toEqual(claimOf(id, 'REFUSED'));
-      expect(await store.getRefusal(id)).toEqual(refusalOf(id));
+      expect(await store.getClaim(id, ALL)).toEqual(claimOf(id, 'REFUSED'));
+      expect(await store.getRefusal(id, ALL)).toEqual(refusalOf(id));
       await expect(store.storeRefusal(claimOf(id, 'REFUSED'), refusalOf(id))).rejects.toBeInstanceOf(DuplicateTransactionError);
       expect(await rows('refusal_records', id)).toBe(1);
     });
@@ -221,21 +238,21 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
     it('storeRecordedTransaction claims the id and stores the record; a second call is a duplicate', async () => {
       const id = randomUUID();
       await store.storeRecordedTransaction(claimOf(id, 'RECORDED'), recordOf(id));
-      expect(await store.getClaim(id)).toEqual(claimOf(id, 'RECORDED'));
-      expect(await store.getTrustRecord(id)).toEqual(recordOf(id));
+      expect(await store.getClaim(id, ALL)).toEqual(claimOf(id, 'RECORDED'));
+      expect(await store.getTrustRecord(id, ALL)).toEqual(recordOf(id));
       const dup = store.storeRecordedTransaction(claimOf(id, 'RECORDED'), recordOf(id));
       await expect(dup).rejects.toThrow(DuplicateTransactionError);
       await expect(dup).rejects.toMatchObject({ businessTransactionId: id, message: `Business Transaction '${id}' already exists.` });
       expect(await rows('trust_records', id)).toBe(1);
     });
 
-    it('prepareIntent claims the id and stores the intent PREPARED; a second call is a duplicate', async () => {
+    it('prepareIntent claims the id and stores the intent PREPARED, in flight for the lease; a second call is a duplicate', async () => {
       const id = randomUUID();
       await store.prepareIntent(claimOf(id, 'EXECUTING', at(4)), intentOf(id), at(5));
-      expect(await store.getClaim(id)).toEqual(claimOf(id, 'EXECUTING', at(4)));
-      expect(await store.getIntent(id)).toEqual({ intent: intentOf(id), status: { state: 'PREPARED', updatedAt: at(5) } });
+      expect(await store.getClaim(id, ALL)).toEqual(claimOf(id, 'EXECUTING', at(4)));
+      expect(await store.getIntent(id, ALL)).toEqual({ intent: intentOf(id), status: { state: 'PREPARED', updatedAt: at(5), inFlightUntil: leaseEnd(5) } });
       await expect(store.prepareIntent(claimOf(id), intentOf(id), at(6))).rejects.toBeInstanceOf(DuplicateTransactionError);
-      expect((await store.getIntent(id))!.status.updatedAt).toBe(at(5));
+      expect((await store.getIntent(id, ALL))!.status.updatedAt).toBe(at(5));
     });
 
     it('a claim is a claim across kinds, and a duplicate leaves nothing half-written', async () => {
@@ -247,8 +264,8 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       );
       expect(await rows('execution_intents', refused)).toBe(0);
       expect(await rows('trust_records', refused)).toBe(0);
-      expect(await store.getIntent(refused)).toBeUndefined();
-      expect((await store.getClaim(refused))!.outcome).toBe('REFUSED');
+      expect(await store.getIntent(refused, ALL)).toBeUndefined();
+      expect((await store.getClaim(refused, ALL))!.outcome).toBe('REFUSED');
 
       const prepared = randomUUID();
       await store.prepareIntent(claimOf(prepared), intentOf(prepared), at(1));
@@ -298,15 +315,15 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       await store.prepareIntent(claimOf(id), intentOf(id), at(0));
       expect(await store.getReleaseContext(id)).toBeUndefined();
       await store.markReleased(id, contextOf(id), at(2));
-      expect(await store.getIntent(id)).toEqual({ intent: intentOf(id), status: { state: 'RELEASED', updatedAt: at(2) } });
+      expect(await store.getIntent(id, ALL)).toEqual({ intent: intentOf(id), status: { state: 'RELEASED', updatedAt: at(2) } });
       const context = await store.getReleaseContext(id);
       expect(JSON.stringify(context)).toBe(JSON.stringify(contextOf(id)));
-      expect(await store.listIntents(['RELEASED'], 10)).toEqual([{ intent: intentOf(id), status: { state: 'RELEASED', updatedAt: at(2) } }]);
+      expect((await store.listIntents(['RELEASED'], ALL, 1, 10)).items).toEqual([{ intent: intentOf(id), status: { state: 'RELEASED', updatedAt: at(2) } }]);
 
       const record = await store.finalize(id, chainedBuild(id), at(3));
       expect(record).toEqual(await chainedBuild(id)({ chainHash: null }));
-      expect(await store.getIntent(id)).toEqual({ intent: intentOf(id), status: { state: 'FINALIZED', updatedAt: at(3) } });
-      expect(await store.getTrustRecord(id)).toEqual(record);
+      expect(await store.getIntent(id, ALL)).toEqual({ intent: intentOf(id), status: { state: 'FINALIZED', updatedAt: at(3) } });
+      expect(await store.getTrustRecord(id, ALL)).toEqual(record);
       expect(await store.getReleaseContext(id)).toBeUndefined();
       expect(await chainHead()).toBe(record!.executions[0]!.chainHash);
     });
@@ -326,16 +343,16 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
 
       const resolved = randomUUID();
       await store.prepareIntent(claimOf(resolved), intentOf(resolved), at(0));
-      expect(await store.resolve(resolved, resolutionOf('PREPARED'), at(1))).toBe(true);
+      expect(await store.resolve(resolved, resolution, LATER)).toEqual({ outcome: 'resolved' });
       await expect(store.markReleased(resolved, contextOf(resolved), at(5))).rejects.toBeInstanceOf(IntentStateConflictError);
-      expect((await store.getIntent(resolved))!.status.state).toBe('RESOLVED');
+      expect((await store.getIntent(resolved, ALL))!.status.state).toBe('RESOLVED');
     });
 
     it('markErrored moves a PREPARED or RELEASED intent, nothing else', async () => {
       const fromPrepared = randomUUID();
       await store.prepareIntent(claimOf(fromPrepared), intentOf(fromPrepared), at(0));
       await store.markErrored(fromPrepared, { phase: 'outcome-unknown', message: 'timeout' }, at(1));
-      expect((await store.getIntent(fromPrepared))!.status).toEqual({
+      expect((await store.getIntent(fromPrepared, ALL))!.status).toEqual({
         state: 'ERRORED',
         updatedAt: at(1),
         error: { phase: 'outcome-unknown', message: 'timeout' },
@@ -343,12 +360,12 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       await expect(store.markErrored(fromPrepared, { phase: 'before-send', message: 'again' }, at(2))).rejects.toBeInstanceOf(
         IntentStateConflictError,
       );
-      expect((await store.getIntent(fromPrepared))!.status.error!.message).toBe('timeout');
+      expect((await store.getIntent(fromPrepared, ALL))!.status.error!.message).toBe('timeout');
 
       const fromReleased = randomUUID();
       await released(fromReleased);
       await store.markErrored(fromReleased, { phase: 'outcome-unknown', message: 'late' }, at(3));
-      expect((await store.getIntent(fromReleased))!.status.state).toBe('ERRORED');
+      expect((await store.getIntent(fromReleased, ALL))!.status.state).toBe('ERRORED');
 
       const finalized = randomUUID();
       await released(finalized);
@@ -356,11 +373,11 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       await expect(store.markErrored(finalized, { phase: 'outcome-unknown', message: 'stale' }, at(4))).rejects.toBeInstanceOf(
         IntentStateConflictError,
       );
-      expect((await store.getIntent(finalized))!.status.state).toBe('FINALIZED');
+      expect((await store.getIntent(finalized, ALL))!.status.state).toBe('FINALIZED');
 
       const resolved = randomUUID();
       await store.prepareIntent(claimOf(resolved), intentOf(resolved), at(0));
-      await store.resolve(resolved, resolutionOf('PREPARED'), at(1));
+      await store.resolve(resolved, resolution, LATER);
       await expect(store.markErrored(resolved, { phase: 'outcome-unknown', message: 'stale' }, at(4))).rejects.toBeInstanceOf(
         IntentStateConflictError,
       );
@@ -369,18 +386,18 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       );
     });
 
-    it('resolve closes a PREPARED or ERRORED intent (keeping the error) and refuses the others', async () => {
+    it('resolve closes a PREPARED (its request over) or ERRORED intent (keeping the error) and refuses the others', async () => {
       const prepared = randomUUID();
       await store.prepareIntent(claimOf(prepared), intentOf(prepared), at(0));
-      expect(await store.resolve(prepared, resolutionOf('PREPARED'), at(9))).toBe(true);
-      expect((await store.getIntent(prepared))!.status).toEqual({ state: 'RESOLVED', updatedAt: at(9), resolution: resolutionOf('PREPARED') });
-      expect(await store.resolve(prepared, resolutionOf('PREPARED'), at(10))).toBe(false); // RESOLVED
+      expect(await store.resolve(prepared, resolution, LATER)).toEqual({ outcome: 'resolved' });
+      expect((await store.getIntent(prepared, ALL))!.status).toEqual({ state: 'RESOLVED', updatedAt: LATER, resolution: resolutionOf('PREPARED') });
+      expect(await store.resolve(prepared, resolution, LATER)).toEqual({ outcome: 'not-resolvable', state: 'RESOLVED' });
 
       const errored = randomUUID();
       await store.prepareIntent(claimOf(errored), intentOf(errored), at(0));
       await store.markErrored(errored, { phase: 'outcome-unknown', message: 'timeout' }, at(1));
-      expect(await store.resolve(errored, resolutionOf('ERRORED'), at(9))).toBe(true);
-      expect((await store.getIntent(errored))!.status).toEqual({
+      expect(await store.resolve(errored, resolution, at(9))).toEqual({ outcome: 'resolved' });
+      expect((await store.getIntent(errored, ALL))!.status).toEqual({
         state: 'RESOLVED',
         updatedAt: at(9),
         error: { phase: 'outcome-unknown', message: 'timeout' },
@@ -389,12 +406,12 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
 
       const rel = randomUUID();
       await released(rel);
-      expect(await store.resolve(rel, resolutionOf('PREPARED'), at(9))).toBe(false);
-      expect((await store.getIntent(rel))!.status.state).toBe('RELEASED');
+      expect(await store.resolve(rel, resolution, LATER)).toEqual({ outcome: 'not-resolvable', state: 'RELEASED' });
+      expect((await store.getIntent(rel, ALL))!.status.state).toBe('RELEASED');
       await store.finalize(rel, chainedBuild(rel), at(3));
-      expect(await store.resolve(rel, resolutionOf('PREPARED'), at(9))).toBe(false);
-      expect((await store.getIntent(rel))!.status.state).toBe('FINALIZED');
-      expect(await store.resolve(randomUUID(), resolutionOf('PREPARED'), at(9))).toBe(false);
+      expect(await store.resolve(rel, resolution, LATER)).toEqual({ outcome: 'not-resolvable', state: 'FINALIZED' });
+      expect((await store.getIntent(rel, ALL))!.status.state).toBe('FINALIZED');
+      expect(await store.resolve(randomUUID(), resolution, LATER)).toEqual({ outcome: 'not-found' });
     });
 
     it('finalize returns undefined and never calls build unless the intent is RELEASED', async () => {
@@ -405,11 +422,11 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       const prepared = randomUUID();
       await store.prepareIntent(claimOf(prepared), intentOf(prepared), at(0));
       expect(await store.finalize(prepared, chainedBuild(prepared, { calls }), at(3))).toBeUndefined();
-      expect((await store.getIntent(prepared))!.status).toEqual({ state: 'PREPARED', updatedAt: at(0) });
+      expect((await store.getIntent(prepared, ALL))!.status).toEqual({ state: 'PREPARED', updatedAt: at(0), inFlightUntil: leaseEnd(0) });
 
       await store.markErrored(prepared, { phase: 'before-send', message: 'x' }, at(1));
       expect(await store.finalize(prepared, chainedBuild(prepared, { calls }), at(3))).toBeUndefined();
-      await store.resolve(prepared, resolutionOf('ERRORED'), at(2));
+      await store.resolve(prepared, resolution, at(2));
       expect(await store.finalize(prepared, chainedBuild(prepared, { calls }), at(3))).toBeUndefined();
 
       const done = randomUUID();
@@ -420,7 +437,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       expect(calls).toEqual([]);
       expect(await rows('trust_records', prepared)).toBe(0);
       expect(await rows('trust_records', done)).toBe(1);
-      expect((await store.getIntent(done))!.status.updatedAt).toBe(at(3));
+      expect((await store.getIntent(done, ALL))!.status.updatedAt).toBe(at(3));
     });
 
     it('a failing build, or a record that does not link to the head, stores nothing and leaves the intent RELEASED', async () => {
@@ -433,7 +450,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       await expect(store.finalize(id, () => Promise.reject(new Error('signer down')), at(4))).rejects.toThrow('signer down');
       await expect(store.finalize(id, () => chainedBuild(id)({ chainHash: null }), at(4))).rejects.toThrow(/does not link/);
       await expect(store.finalize(id, async () => recordOf(id, []), at(4))).rejects.toThrow(/no chained execution/);
-      expect((await store.getIntent(id))!.status).toEqual({ state: 'RELEASED', updatedAt: at(2) });
+      expect((await store.getIntent(id, ALL))!.status).toEqual({ state: 'RELEASED', updatedAt: at(2) });
       expect(await store.getReleaseContext(id)).toBeDefined();
       expect(await rows('trust_records', id)).toBe(0);
       expect(await chainHead()).toBe(head);
@@ -486,7 +503,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       );
       ids.forEach((id, i) => expect(results[i]!.status).toBe(i % 3 === 1 ? 'rejected' : 'fulfilled'));
       for (const [i, id] of ids.entries()) {
-        expect((await store.getIntent(id))!.status.state).toBe(i % 3 === 1 ? 'RELEASED' : 'FINALIZED');
+        expect((await store.getIntent(id, ALL))!.status.state).toBe(i % 3 === 1 ? 'RELEASED' : 'FINALIZED');
       }
       const records = await allRecords();
       expect(records).toHaveLength(8);
@@ -530,56 +547,426 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
     );
   });
 
+  describe('completeRelease: the release and its Trust Record in one commit', () => {
+    const prepared = async (id: string, s = store): Promise<void> => s.prepareIntent(claimOf(id), intentOf(id), at(0));
+    const claimOutcome = async (id: string): Promise<string> => {
+      const [r] = (await ds.query(`SELECT outcome FROM business_transactions WHERE business_transaction_id = ${p(1)}`, [id])) as { outcome: string }[];
+      return r!.outcome;
+    };
+    const leaves = async (id: string): Promise<number> => {
+      const [r] = (await ds.query(`SELECT COUNT(*) AS n FROM transparency_log_leaves WHERE record_kind = 'trust-record' AND record_id = ${p(1)}`, [id])) as { n: string | number }[];
+      return Number(r!.n);
+    };
+
+    it('moves PREPARED to FINALIZED with the record, the claim EXECUTED, the chain head and the log leaf, and ends the lease', async () => {
+      const id = randomUUID();
+      await prepared(id);
+      const done = await store.completeRelease(id, contextOf(id), chainedBuild(id), at(3));
+      expect(done.record).toEqual(await chainedBuild(id)({ chainHash: null }));
+      expect(await store.getIntent(id, ALL)).toEqual({ intent: intentOf(id), status: { state: 'FINALIZED', updatedAt: at(3) } });
+      expect(await store.getTrustRecordText(id, ALL)).toBe(canonicalize(done.record));
+      expect(await store.getReleaseContext(id)).toBeUndefined();
+      expect(await claimOutcome(id)).toBe('EXECUTED');
+      expect(await chainHead()).toBe(done.record!.executions[0]!.chainHash);
+      expect(await leaves(id)).toBe(1);
+      expect(await store.resolve(id, resolution, at(4))).toEqual({ outcome: 'not-resolvable', state: 'FINALIZED' });
+    });
+
+    it('a build that fails keeps the release with its context (RELEASED), which finalize completes later', async () => {
+      const first = randomUUID();
+      await prepared(first);
+      const head = (await store.completeRelease(first, contextOf(first), chainedBuild(first), at(3))).record!.executions[0]!.chainHash!;
+
+      const id = randomUUID();
+      await prepared(id);
+      const failure = new Error('signer down');
+      const done = await store.completeRelease(id, contextOf(id), () => Promise.reject(failure), at(4));
+      expect(done).toEqual({ record: undefined, buildError: failure });
+      expect((await store.getIntent(id, ALL))!.status).toEqual({ state: 'RELEASED', updatedAt: at(4) });
+      expect(JSON.stringify(await store.getReleaseContext(id))).toBe(JSON.stringify(contextOf(id)));
+      expect(await rows('trust_records', id)).toBe(0);
+      expect(await leaves(id)).toBe(0);
+      expect(await chainHead()).toBe(head);
+
+      const record = await store.finalize(id, chainedBuild(id), at(5));
+      expect(record!.executions[0]!.previousChainHash).toBe(head);
+      expect((await store.getIntent(id, ALL))!.status.state).toBe('FINALIZED');
+    });
+
+    it('refuses an intent that is not PREPARED, and a record that does not link to the head, changing nothing', async () => {
+      const missing = randomUUID();
+      await expect(store.completeRelease(missing, contextOf(missing), chainedBuild(missing), at(3))).rejects.toBeInstanceOf(IntentStateConflictError);
+      expect(await rows('trust_records', missing)).toBe(0);
+
+      const rel = randomUUID();
+      await released(rel);
+      await expect(store.completeRelease(rel, contextOf(rel), chainedBuild(rel), at(3))).rejects.toBeInstanceOf(IntentStateConflictError);
+      expect((await store.getIntent(rel, ALL))!.status.state).toBe('RELEASED');
+
+      const errored = randomUUID();
+      await prepared(errored);
+      await store.markErrored(errored, { phase: 'outcome-unknown', message: 'x' }, at(1));
+      await expect(store.completeRelease(errored, contextOf(errored), chainedBuild(errored), at(3))).rejects.toBeInstanceOf(IntentStateConflictError);
+      expect((await store.getIntent(errored, ALL))!.status.state).toBe('ERRORED');
+
+      const forked = randomUUID();
+      await prepared(forked);
+      const headBefore = await chainHead();
+      await expect(store.completeRelease(forked, contextOf(forked), () => chainedBuild(forked)({ chainHash: 'f'.repeat(64) }), at(3))).rejects.toThrow(/does not link/);
+      expect((await store.getIntent(forked, ALL))!.status.state).toBe('PREPARED');
+      expect(await rows('trust_records', forked)).toBe(0);
+      expect(await chainHead()).toBe(headBefore);
+      expect(await claimOutcome(forked)).toBe('EXECUTING');
+    });
+
+    it('links 60 concurrent releases (some of whose builds fail) into one chain at positions 1..n', async () => {
+      const ids = Array.from({ length: 60 }, () => randomUUID());
+      await Promise.all(ids.map((id) => prepared(id)));
+      const results = await Promise.all(
+        ids.map((id, i) =>
+          store.completeRelease(id, contextOf(id), i % 7 === 3 ? () => Promise.reject(new Error('no')) : chainedBuild(id, { delayMs: i % 3 }), at(3)),
+        ),
+      );
+      const finalized = results.filter((r) => r.record !== undefined).length;
+      expect(finalized).toBe(ids.filter((_, i) => i % 7 !== 3).length);
+      const records = await allRecords();
+      expect(records).toHaveLength(finalized);
+      expect(expectSingleChain(records)).toBe(await chainHead());
+      const [pos] = (await ds.query('SELECT MIN(chain_position) AS lo, MAX(chain_position) AS hi, COUNT(*) AS n FROM trust_records')) as { lo: number; hi: number; n: number }[];
+      expect([Number(pos!.lo), Number(pos!.hi), Number(pos!.n)]).toEqual([1, finalized, finalized]);
+      expect((await store.listIntents(['RELEASED'], ALL, 1, 100)).total).toBe(ids.length - finalized);
+    });
+
+    it('restart finalizes and new releases committed together still form one chain', async () => {
+      const recovering = Array.from({ length: 15 }, () => randomUUID());
+      const releasing = Array.from({ length: 15 }, () => randomUUID());
+      for (const id of recovering) await released(id);
+      await Promise.all(releasing.map((id) => prepared(id)));
+      const all = await Promise.all([
+        ...recovering.map((id) => store.finalize(id, chainedBuild(id), at(3))),
+        ...releasing.map((id) => store.completeRelease(id, contextOf(id), chainedBuild(id), at(3)).then((r) => r.record)),
+      ]);
+      expect(all.every((r) => r !== undefined)).toBe(true);
+      const records = await allRecords();
+      expect(records).toHaveLength(30);
+      expect(expectSingleChain(records)).toBe(await chainHead());
+    });
+
+    (factory.name === 'postgres' ? it : it.skip)('two DataSources sharing one PostgreSQL extend ONE chain with concurrent releases', async () => {
+      const other = await open();
+      extra.push(other);
+      const otherStore = new TypeOrmExecutionStore(other);
+      const ids = Array.from({ length: 50 }, () => randomUUID());
+      await Promise.all(ids.map((id, i) => prepared(id, i % 2 === 0 ? store : otherStore)));
+      const results = await Promise.all(ids.map((id, i) => (i % 2 === 0 ? otherStore : store).completeRelease(id, contextOf(id), chainedBuild(id, { delayMs: i % 4 }), at(3))));
+      expect(results.every((r) => r.record !== undefined)).toBe(true);
+      expect(expectSingleChain(await allRecords(otherStore))).toBe(await chainHead(other));
+    });
+  });
+
   describe('listing', () => {
-    it('lists intents by state, oldest first, up to the limit', async () => {
+    it('pages intents by state, oldest first, with the total', async () => {
       const ids = Array.from({ length: 4 }, () => randomUUID());
       // Prepared in reverse time order so insertion order is not the answer.
       for (const [i, id] of ids.entries()) await store.prepareIntent(claimOf(id), intentOf(id), at(10 - i));
       await store.markErrored(ids[1]!, { phase: 'outcome-unknown', message: 'x' }, at(20));
       await store.markReleased(ids[2]!, contextOf(ids[2]!), at(20));
-      const open = await store.listIntents(['PREPARED', 'ERRORED'], 10);
-      expect(open.map((x) => x.intent.businessTransactionId)).toEqual([ids[3], ids[1], ids[0]]);
-      expect(open[1]!.status).toMatchObject({ state: 'ERRORED', error: { message: 'x' } });
-      expect((await store.listIntents(['PREPARED', 'ERRORED'], 2)).map((x) => x.intent.businessTransactionId)).toEqual([ids[3], ids[1]]);
-      expect(await store.listIntents([], 10)).toEqual([]);
-      expect(await store.listIntents(['FINALIZED'], 10)).toEqual([]);
+      const open = await store.listIntents(['PREPARED', 'ERRORED'], ALL, 1, 10);
+      expect(open).toMatchObject({ page: 1, pageSize: 10, total: 3 });
+      expect(open.items.map((x) => x.intent.businessTransactionId)).toEqual([ids[3], ids[1], ids[0]]);
+      expect(open.items[1]!.status).toMatchObject({ state: 'ERRORED', error: { message: 'x' } });
+      expect(open.items[1]!.status.inFlightUntil).toBeUndefined(); // its request recorded the outcome
+      expect(open.items[0]!.status.inFlightUntil).toBe(leaseEnd(7));
+      const second = await store.listIntents(['PREPARED', 'ERRORED'], ALL, 2, 2);
+      expect(second).toMatchObject({ page: 2, pageSize: 2, total: 3 });
+      expect(second.items.map((x) => x.intent.businessTransactionId)).toEqual([ids[0]]);
+      expect(await store.listIntents([], ALL, 1, 10)).toEqual({ items: [], page: 1, pageSize: 10, total: 0 });
+      expect(await store.listIntents(['FINALIZED'], ALL, 1, 10)).toEqual({ items: [], page: 1, pageSize: 10, total: 0 });
+      await expect(store.listIntents(['PREPARED'], ALL, 0, 10)).rejects.toThrow(RangeError);
     });
 
-    it('pages trust records and claims newest first with the total', async () => {
+    it('pages every one of 1,100 open intents (no cap): each exactly once, the total right', async () => {
+      const ids = Array.from({ length: 1100 }, () => randomUUID());
+      // In rounds of 50: this is about paging, not about a pool's queue under 1,100 writers at once.
+      for (let start = 0; start < ids.length; start += 50) {
+        await Promise.all(ids.slice(start, start + 50).map((id, j) => store.prepareIntent(claimOf(id), intentOf(id), at((start + j) % 50))));
+      }
+      const seen: string[] = [];
+      for (let page = 1; ; page++) {
+        const listed = await store.listIntents(['PREPARED', 'ERRORED'], ALL, page, 100);
+        expect(listed.total).toBe(1100);
+        seen.push(...listed.items.map((x) => x.intent.businessTransactionId));
+        if (listed.items.length < 100) break;
+      }
+      expect(seen).toHaveLength(1100);
+      expect(new Set(seen)).toEqual(new Set(ids));
+    }, 60_000);
+
+    it('pages claims newest first with the total; created_at ties by id, descending', async () => {
       const ids = Array.from({ length: 5 }, () => randomUUID());
       for (const [i, id] of ids.entries()) await store.storeRecordedTransaction(claimOf(id, 'RECORDED', at(i)), recordOf(id));
       const refused = randomUUID();
       await store.storeRefusal(claimOf(refused, 'REFUSED', at(100)), refusalOf(refused));
-
-      const page1 = await store.listTrustRecords(1, 2);
-      expect(page1).toMatchObject({ page: 1, pageSize: 2, total: 5 });
-      expect(page1.items.map((r) => r.businessTransactionId)).toEqual([ids[4], ids[3]]);
-      expect((await store.listTrustRecords(3, 2)).items.map((r) => r.businessTransactionId)).toEqual([ids[0]]);
-      expect(await store.listTrustRecords(4, 2)).toEqual({ items: [], page: 4, pageSize: 2, total: 5 });
-
-      const claims = await store.listClaims(1, 3);
+      const claims = await store.listClaims(ALL, 1, 3);
       expect(claims).toMatchObject({ page: 1, pageSize: 3, total: 6 });
       expect(claims.items).toEqual([claimOf(refused, 'REFUSED', at(100)), claimOf(ids[4]!, 'RECORDED', at(4)), claimOf(ids[3]!, 'RECORDED', at(3))]);
-      expect((await store.listClaims(2, 3)).items.map((c) => c.businessTransactionId)).toEqual([ids[2], ids[1], ids[0]]);
-      await expect(store.listClaims(0, 3)).rejects.toThrow(RangeError);
-    });
+      expect((await store.listClaims(ALL, 2, 3)).items.map((c) => c.businessTransactionId)).toEqual([ids[2], ids[1], ids[0]]);
+      await expect(store.listClaims(ALL, 0, 3)).rejects.toThrow(RangeError);
 
-    it('breaks created_at ties by id, descending', async () => {
-      const ids = Array.from({ length: 4 }, () => randomUUID());
-      for (const id of ids) await store.storeRecordedTransaction(claimOf(id, 'RECORDED', at(1)), recordOf(id));
-      const sorted = [...ids].sort().reverse();
-      expect((await store.listTrustRecords(1, 10)).items.map((r) => r.businessTransactionId)).toEqual(sorted);
-      expect((await store.listClaims(1, 10)).items.map((c) => c.businessTransactionId)).toEqual(sorted);
+      const tied = Array.from({ length: 4 }, () => randomUUID());
+      for (const id of tied) await store.storeRecordedTransaction(claimOf(id, 'RECORDED', at(1000)), recordOf(id));
+      expect((await store.listClaims(ALL, 1, 4)).items.map((c) => c.businessTransactionId)).toEqual([...tied].sort().reverse());
     });
   });
 
+  describe('chain order (GET /trust-records)', () => {
+    const chainPositions = async (): Promise<Map<string, number | null>> => {
+      const r = (await ds.query('SELECT business_transaction_id, chain_position FROM trust_records')) as { business_transaction_id: string; chain_position: string | number | null }[];
+      return new Map(r.map((x) => [x.business_transaction_id, x.chain_position === null ? null : Number(x.chain_position)]));
+    };
+
+    /** Every neighbour links: each record's first previousChainHash is the chainHash of the record before it. */
+    const expectLinkedInOrder = (records: SignedTrustRecord[]): void => {
+      let previous: string | null = null;
+      for (const r of records) {
+        expect(r.executions[0]!.previousChainHash).toBe(previous);
+        previous = r.executions.at(-1)!.chainHash!;
+      }
+    };
+
+    it('lists records in chain order, not by creation time; records without executions follow the chain by creation', async () => {
+      const ids = Array.from({ length: 7 }, () => randomUUID());
+      for (const id of ids) await released(id);
+      // Finalized with creation times running backwards, as clocks of several instances may.
+      for (const [i, id] of ids.entries()) await store.finalize(id, chainedBuild(id), at(100 - i));
+      const unchained = [randomUUID(), randomUUID()];
+      await store.storeRecordedTransaction(claimOf(unchained[0]!, 'RECORDED', at(500)), recordOf(unchained[0]!));
+      await store.storeRecordedTransaction(claimOf(unchained[1]!, 'RECORDED', at(1)), recordOf(unchained[1]!));
+
+      const all = await allRecords();
+      expect(all.map((r) => r.businessTransactionId)).toEqual([...ids, unchained[1], unchained[0]]);
+      expectLinkedInOrder(all.slice(0, 7));
+      const positions = await chainPositions();
+      expect(ids.map((id) => positions.get(id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(unchained.map((id) => positions.get(id))).toEqual([null, null]);
+
+      // Page by page: the chain part of each page continues the one before.
+      const page1 = await recordPage(1, 3);
+      expect(page1).toMatchObject({ page: 1, pageSize: 3, total: 9 });
+      expect(page1.items.map((r) => r.businessTransactionId)).toEqual(ids.slice(0, 3));
+      expect((await recordPage(3, 3)).items.map((r) => r.businessTransactionId)).toEqual([ids[6], unchained[1], unchained[0]]);
+      expect((await recordPage(2, 4)).items.map((r) => r.businessTransactionId)).toEqual([...ids.slice(4, 7), unchained[1]]);
+      expect((await recordPage(4, 3)).items).toEqual([]);
+      await expect(store.listTrustRecordTexts(ALL, 1, 0)).rejects.toThrow(RangeError);
+    });
+
+    it('positions concurrent finalizes 1..n under the chain lock, with the head at n', async () => {
+      const ids = Array.from({ length: 25 }, () => randomUUID());
+      for (const id of ids) await released(id);
+      await Promise.all(ids.map((id, i) => store.finalize(id, chainedBuild(id, { delayMs: i % 3 }), at(i % 5))));
+      const listed = await allRecords();
+      expectLinkedInOrder(listed);
+      const positions = await chainPositions();
+      expect(listed.map((r) => positions.get(r.businessTransactionId))).toEqual(ids.map((_, i) => i + 1));
+      const [head] = (await ds.query('SELECT head_position FROM execution_chain WHERE id = 1')) as { head_position: string | number }[];
+      expect(Number(head!.head_position)).toBe(25);
+    });
+
+    it('serves the stored texts exactly, a few at a time', async () => {
+      const ids = Array.from({ length: 9 }, () => randomUUID());
+      const built: SignedTrustRecord[] = [];
+      for (const id of ids) {
+        await released(id);
+        built.push((await store.finalize(id, chainedBuild(id), at(3)))!);
+      }
+      const page = await store.listTrustRecordTexts(ALL, 1, 10);
+      const texts: string[] = [];
+      for await (const text of page.items) texts.push(text);
+      // Stored as their canonical text: exactly what was signed.
+      expect(texts).toEqual(built.map((r) => canonicalize(r)));
+      expect(await store.getTrustRecordText(ids[0]!, ALL)).toBe(canonicalize(built[0]));
+    });
+  });
+
+  describe('read scope (CONTRACT "Requests, reads and lists")', () => {
+    const mine: ReadScope = { callerId: 'caller-1' };
+    const theirs: ReadScope = { callerId: 'caller-2' };
+    const claimBy = (id: string, callerId: string, outcome: TransactionClaim['outcome'] = 'EXECUTING', createdAt = at(0)): TransactionClaim => ({ ...claimOf(id, outcome, createdAt), callerId });
+
+    it('a caller reads its own claims, records, refusals and intents; another caller finds none of them', async () => {
+      const recorded = randomUUID();
+      await store.storeRecordedTransaction(claimBy(recorded, 'caller-1', 'RECORDED'), recordOf(recorded));
+      const refused = randomUUID();
+      await store.storeRefusal(claimBy(refused, 'caller-1', 'REFUSED'), refusalOf(refused));
+      const executed = randomUUID();
+      await store.prepareIntent(claimBy(executed, 'caller-1'), intentOf(executed), at(0));
+      await store.markReleased(executed, contextOf(executed), at(1));
+      await store.finalize(executed, chainedBuild(executed), at(2));
+
+      for (const scope of [ALL, mine]) {
+        expect(await store.getClaim(recorded, scope)).toBeDefined();
+        expect(await store.getTrustRecord(recorded, scope)).toEqual(recordOf(recorded));
+        expect(await store.getTrustRecordText(executed, scope)).toBeDefined();
+        expect([await store.hasTrustRecord(recorded, scope), await store.hasTrustRecord(executed, scope)]).toEqual([true, true]);
+        // A refusal claims the id but holds no Trust Record.
+        expect([await store.hasTrustRecord(refused, scope), await store.hasTrustRecord(randomUUID(), scope)]).toEqual([false, false]);
+        expect(await store.getRefusal(refused, scope)).toEqual(refusalOf(refused));
+        expect(await store.getIntent(executed, scope)).toBeDefined();
+      }
+      expect(await store.getClaim(recorded, theirs)).toBeUndefined();
+      expect(await store.getTrustRecord(recorded, theirs)).toBeUndefined();
+      expect(await store.getTrustRecordText(executed, theirs)).toBeUndefined();
+      expect([await store.hasTrustRecord(recorded, theirs), await store.hasTrustRecord(executed, theirs)]).toEqual([false, false]);
+      expect(await store.getRefusal(refused, theirs)).toBeUndefined();
+      expect(await store.getIntent(executed, theirs)).toBeUndefined();
+    });
+
+    it('lists only the caller\'s own, with its own total, in the same orders', async () => {
+      const ids = Array.from({ length: 8 }, () => randomUUID());
+      const owner = (i: number) => (i % 3 === 0 ? 'caller-2' : 'caller-1');
+      for (const [i, id] of ids.entries()) {
+        await store.prepareIntent(claimBy(id, owner(i), 'EXECUTING', at(i)), intentOf(id), at(i));
+        if (i % 2 === 0) {
+          await store.markReleased(id, contextOf(id), at(i));
+          await store.finalize(id, chainedBuild(id), at(i));
+        }
+      }
+      const recorded = randomUUID();
+      await store.storeRecordedTransaction(claimBy(recorded, 'caller-2', 'RECORDED', at(50)), recordOf(recorded));
+      const own = (callerId: string) => ids.filter((_, i) => owner(i) === callerId);
+
+      for (const callerId of ['caller-1', 'caller-2']) {
+        const scope = { callerId };
+        const claims = await store.listClaims(scope, 1, 20);
+        expect(claims.items.every((c) => c.callerId === callerId)).toBe(true);
+        expect(claims.total).toBe(own(callerId).length + (callerId === 'caller-2' ? 1 : 0));
+        const intents = await store.listIntents(['PREPARED', 'FINALIZED'], scope, 1, 20);
+        expect(intents.items.map((x) => x.intent.businessTransactionId)).toEqual(own(callerId));
+        expect(intents.total).toBe(own(callerId).length);
+        const records = await allRecords(store, scope);
+        const chained = ids.filter((id, i) => i % 2 === 0 && owner(i) === callerId);
+        expect(records.map((r) => r.businessTransactionId)).toEqual(callerId === 'caller-2' ? [...chained, recorded] : chained);
+        expect((await recordPage(1, 1, scope)).total).toBe(records.length);
+      }
+      expect((await recordPage(1, 20)).total).toBe(5);
+    });
+  });
+
+  describe('in flight: a request and a resolution exclude each other', () => {
+    it('a PREPARED intent is not resolvable while its request may still run; it is once the request recorded the outcome or the lease ended', async () => {
+      const running = randomUUID();
+      await store.prepareIntent(claimOf(running), intentOf(running), at(0));
+      expect(await store.resolve(running, resolution, at(1))).toEqual({ outcome: 'in-flight', until: leaseEnd(0) });
+      expect(await store.resolve(running, resolution, new Date(Date.parse(leaseEnd(0)) - 1).toISOString())).toMatchObject({ outcome: 'in-flight' });
+      expect((await store.getIntent(running, ALL))!.status).toEqual({ state: 'PREPARED', updatedAt: at(0), inFlightUntil: leaseEnd(0) });
+      // The request goes on as if nothing happened.
+      await store.markReleased(running, contextOf(running), at(2));
+      expect((await store.getIntent(running, ALL))!.status).toEqual({ state: 'RELEASED', updatedAt: at(2) });
+
+      const failed = randomUUID();
+      await store.prepareIntent(claimOf(failed), intentOf(failed), at(0));
+      await store.markErrored(failed, { phase: 'outcome-unknown', message: 'timeout' }, at(2));
+      expect(await store.resolve(failed, resolution, at(3))).toEqual({ outcome: 'resolved' });
+
+      // A process that died leaves its intent PREPARED: resolvable once the lease has ended.
+      const abandoned = randomUUID();
+      await store.prepareIntent(claimOf(abandoned), intentOf(abandoned), at(0));
+      expect(await store.resolve(abandoned, resolution, leaseEnd(0))).toEqual({ outcome: 'resolved' });
+      expect((await store.getIntent(abandoned, ALL))!.status).toEqual({ state: 'RESOLVED', updatedAt: leaseEnd(0), resolution: resolutionOf('PREPARED') });
+      await expect(store.markReleased(abandoned, contextOf(abandoned), at(5))).rejects.toBeInstanceOf(IntentStateConflictError);
+    });
+
+    it('takes the lease length it is given', async () => {
+      const short = new TypeOrmExecutionStore(ds, { inFlightLeaseMs: 1000 });
+      const id = randomUUID();
+      await short.prepareIntent(claimOf(id), intentOf(id), at(0));
+      expect(await short.resolve(id, resolution, at(0.5))).toEqual({ outcome: 'in-flight', until: at(1) });
+      expect(await short.resolve(id, resolution, at(1))).toEqual({ outcome: 'resolved' });
+    });
+
+    it('of a request\'s outcome and a concurrent resolution exactly one wins, whoever comes first', async () => {
+      // With the lease held, every resolution is refused and every request records its outcome.
+      const held = Array.from({ length: 20 }, () => randomUUID());
+      for (const id of held) await store.prepareIntent(claimOf(id), intentOf(id), at(0));
+      const raced = await Promise.allSettled(held.flatMap((id) => [store.markReleased(id, contextOf(id), at(1)), store.resolve(id, resolution, at(1))]));
+      expect(raced.filter((r) => r.status === 'rejected')).toEqual([]);
+      for (const [i, id] of held.entries()) {
+        // Before the outcome: in flight; after it: RELEASED, which is not resolvable.
+        expect((raced[2 * i + 1] as PromiseFulfilledResult<{ outcome: string }>).value.outcome).toMatch(/^(in-flight|not-resolvable)$/);
+        expect((await store.getIntent(id, ALL))!.status.state).toBe('RELEASED');
+      }
+
+      // Past the lease (a request slower than its bound): the two still exclude each other.
+      const late = Array.from({ length: 20 }, () => randomUUID());
+      for (const id of late) await store.prepareIntent(claimOf(id), intentOf(id), at(0));
+      const outcomes = await Promise.all(
+        late.map(async (id) => {
+          const [request, resolved] = await Promise.allSettled([store.markReleased(id, contextOf(id), LATER), store.resolve(id, resolution, LATER)]);
+          return { released: request.status === 'fulfilled', resolved: resolved.status === 'fulfilled' && resolved.value.outcome === 'resolved' };
+        }),
+      );
+      for (const [i, o] of outcomes.entries()) {
+        expect(o.released !== o.resolved).toBe(true);
+        expect((await store.getIntent(late[i]!, ALL))!.status.state).toBe(o.released ? 'RELEASED' : 'RESOLVED');
+      }
+    });
+
+    (factory.name === 'postgres' ? it : it.skip)('excludes each other across two DataSources on one PostgreSQL', async () => {
+      const other = await open();
+      extra.push(other);
+      const otherStore = new TypeOrmExecutionStore(other);
+      const ids = Array.from({ length: 20 }, () => randomUUID());
+      for (const id of ids) await store.prepareIntent(claimOf(id), intentOf(id), at(0));
+      const held = await Promise.all(ids.map((id) => otherStore.resolve(id, resolution, at(1))));
+      expect(held.every((r) => r.outcome === 'in-flight')).toBe(true);
+      const outcomes = await Promise.all(
+        ids.map(async (id, i) => {
+          const mover = i % 2 ? store : otherStore;
+          const resolver = i % 2 ? otherStore : store;
+          const [request, resolved] = await Promise.allSettled([mover.markReleased(id, contextOf(id), LATER), resolver.resolve(id, resolution, LATER)]);
+          return { released: request.status === 'fulfilled', resolved: resolved.status === 'fulfilled' && resolved.value.outcome === 'resolved' };
+        }),
+      );
+      for (const o of outcomes) expect(o.released !== o.resolved).toBe(true);
+    });
+  });
+
+  describe('recovery at start', () => {
+    it('finalizes every intent left RELEASED, however many, in chain order', async () => {
+      const ids = Array.from({ length: 230 }, () => randomUUID());
+      for (const id of ids) await released(id);
+      const service = new ExecutionService({
+        store,
+        signer: { sign: async (r) => ({ ...r, keyId: 'k1', signature: 'c2ln' }), signText: async () => ({ keyId: 'k1', signature: 'c2ln' }) },
+        hasher: new Sha256Hasher(),
+        clock: { now: () => new Date(T0 + 5000) },
+        ids: { uuid: randomUUID },
+        policies: { find: async () => undefined },
+        connectors: { find: async () => undefined },
+        sources: { askAll: async () => { throw new Error('recovery asks no one'); } },
+        grants: { forGrantee: async () => { throw new Error('recovery asks no one'); }, get: async () => { throw new Error('recovery asks no one'); } },
+        approvals: { accept: async () => { throw new Error('recovery asks no one'); } },
+      });
+      expect(await service.recoverReleased()).toBe(230);
+      expect((await store.listIntents(['RELEASED'], ALL, 1, 1)).total).toBe(0);
+      expect((await store.listIntents(['FINALIZED'], ALL, 1, 1)).total).toBe(230);
+      const records = await allRecords();
+      expect(new Set(records.map((r) => r.businessTransactionId))).toEqual(new Set(ids));
+      expect(expectSingleChain(records)).toBe(await chainHead());
+      expect(await service.recoverReleased()).toBe(0);
+    }, 60_000);
+  });
+
   describe('signed bytes', () => {
+    // Stored as canonical text (members in RFC 8785 order): what comes back is the same object,
+    // member for member, so its canonical form (what a signature covers) is unchanged.
     it('returns every signed object exactly as stored, __proto__ keys and null previousChainHash included', async () => {
       const recorded = randomUUID();
       const withNull = recordOf(recorded, [{ ...entry(recorded), previousChainHash: null, chainHash: sha256('x'), chainSignature: 's' }]);
       await store.storeRecordedTransaction(claimOf(recorded, 'RECORDED'), withNull);
-      const back = (await store.getTrustRecord(recorded))!;
-      expect(JSON.stringify(back)).toBe(JSON.stringify(withNull));
+      const back = (await store.getTrustRecord(recorded, ALL))!;
+      expect(canonicalize(back)).toBe(canonicalize(withNull));
+      expect(await store.getTrustRecordText(recorded, ALL)).toBe(canonicalize(withNull));
       expect(Object.keys(back.transaction.metadata)).toEqual(['__proto__', 'tenantId']);
       expect(Object.getPrototypeOf(back.transaction.metadata)).toBe(Object.prototype);
       expect(back.executions[0]).toHaveProperty('previousChainHash', null);
@@ -588,22 +975,20 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       await released(executed);
       const finalized = (await store.finalize(executed, chainedBuild(executed), at(3)))!;
       expect(finalized.executions[0]!.previousChainHash).toBeNull();
-      expect(JSON.stringify(await store.getTrustRecord(executed))).toBe(JSON.stringify(finalized));
-      expect(JSON.stringify((await store.listTrustRecords(1, 10)).items.find((r) => r.businessTransactionId === executed))).toBe(
-        JSON.stringify(finalized),
-      );
+      expect(canonicalize(await store.getTrustRecord(executed, ALL))).toBe(canonicalize(finalized));
+      expect(canonicalize((await recordPage(1, 10)).items.find((r) => r.businessTransactionId === executed))).toBe(canonicalize(finalized));
 
       const intentId = randomUUID();
       const intent = { ...intentOf(intentId), extra: protoMetadata() } as SignedIntent;
       await store.prepareIntent(claimOf(intentId), intent, at(0));
-      expect(JSON.stringify((await store.getIntent(intentId))!.intent)).toBe(JSON.stringify(intent));
+      expect(canonicalize((await store.getIntent(intentId, ALL))!.intent)).toBe(canonicalize(intent));
       await store.markReleased(intentId, contextOf(intentId), at(1));
       expect(JSON.stringify(await store.getReleaseContext(intentId))).toBe(JSON.stringify(contextOf(intentId)));
 
       const refusedId = randomUUID();
       const refusal = { ...refusalOf(refusedId), decision: { ...decision, detail: protoMetadata() } } as unknown as SignedRefusal;
       await store.storeRefusal(claimOf(refusedId, 'REFUSED'), refusal);
-      expect(JSON.stringify(await store.getRefusal(refusedId))).toBe(JSON.stringify(refusal));
+      expect(canonicalize(await store.getRefusal(refusedId, ALL))).toBe(canonicalize(refusal));
     });
 
     it('keeps everything across closing and reopening the DataSource', async () => {
@@ -626,9 +1011,9 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       expect(await allRecords()).toEqual(before);
       expect(await chainHead()).toBe(head);
       expect(expectSingleChain(before)).toBe(head);
-      expect((await store.getIntent(pending))!.status.state).toBe('PREPARED');
-      expect(await store.getRefusal(refused)).toEqual(refusalOf(refused));
-      expect((await store.listClaims(1, 10)).total).toBe(5);
+      expect((await store.getIntent(pending, ALL))!.status.state).toBe('PREPARED');
+      expect(await store.getRefusal(refused, ALL)).toEqual(refusalOf(refused));
+      expect((await store.listClaims(ALL, 1, 10)).total).toBe(5);
       // The chain continues from the persisted head.
       const next = randomUUID();
       await released(next);

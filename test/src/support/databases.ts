@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import type { StorageTarget } from '@ets/adapters-persistence';
+import { createDataSource, migrate, type StorageTarget } from '@ets/adapters-persistence';
+import type { DataSource } from 'typeorm';
 
 /**
  * The storage suites run once per adapter: an SQLite file in a temp dir, and a throwaway PostgreSQL
@@ -63,3 +64,41 @@ export const postgresTarget: TargetFactory = {
 
 /** Every storage adapter the contract suites run against. */
 export const STORAGE_TARGETS: TargetFactory[] = [sqliteTarget, postgresTarget];
+
+/**
+ * A fresh, migrated database with two connections (two DataSources): what two instances of the
+ * service share, for races across connections. `close` destroys both and drops the database.
+ */
+export async function twoConnections(factory: TargetFactory): Promise<{ sources: [DataSource, DataSource]; close(): Promise<void> }> {
+  const db = await factory.provision();
+  const sources: DataSource[] = [];
+  for (let i = 0; i < 2; i++) {
+    const ds = createDataSource(db.target);
+    await ds.initialize();
+    if (i === 0) await migrate(ds);
+    sources.push(ds);
+  }
+  return {
+    sources: sources as [DataSource, DataSource],
+    async close() {
+      for (const ds of sources) await ds.destroy();
+      await db.drop();
+    },
+  };
+}
+
+/**
+ * Runs `fn` on the target's database, migrated, from outside any server (a server process may be
+ * running on it), and closes it again: `onDatabase(db.target, publishPolicy)` prepares a database
+ * for the servers a test spawns.
+ */
+export async function onDatabase<T>(target: StorageTarget, fn: (ds: DataSource) => Promise<T>): Promise<T> {
+  const ds = createDataSource(target);
+  await ds.initialize();
+  try {
+    await migrate(ds);
+    return await fn(ds);
+  } finally {
+    await ds.destroy();
+  }
+}

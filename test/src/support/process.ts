@@ -1,4 +1,7 @@
+import { afterAll } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,10 +31,10 @@ export function runCli(args: string[], env: Record<string, string | undefined>, 
   });
 }
 
-/** Starts `ets serve` on an ephemeral port and resolves once it listens. */
-export function spawnServer(env: Record<string, string | undefined>, timeoutMs = 20000): Promise<SpawnedServer> {
+/** Starts `ets serve` (of this repository, or the CLI `cli` of another install) on an ephemeral port and resolves once it listens. */
+export function spawnServer(env: Record<string, string | undefined>, timeoutMs = 20000, cli = CLI): Promise<SpawnedServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'serve'], {
+    const child = spawn(process.execPath, [cli, 'serve'], {
       env: { PATH: process.env.PATH, SVC_PORT: '0', SVC_HOST: '127.0.0.1', ...env },
       cwd: env.CWD ?? REPO_ROOT,
     });
@@ -51,7 +54,7 @@ export function spawnServer(env: Record<string, string | undefined>, timeoutMs =
           output: () => out,
           stop: (signal = 'SIGTERM') =>
             new Promise((res) => {
-              if (child.exitCode !== null) return res(child.exitCode);
+              if (child.exitCode !== null || child.signalCode !== null) return res(child.exitCode);
               child.once('exit', (code) => res(code));
               child.kill(signal);
             }),
@@ -63,6 +66,93 @@ export function spawnServer(env: Record<string, string | undefined>, timeoutMs =
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code} before listening:\n${out}`));
+    });
+  });
+}
+
+/**
+ * Runs `ets serve` where it must refuse to start: resolves with its exit code and output once it
+ * exits. One that starts listening after all is stopped at once (`listening: true`, code null), so
+ * a test of a refusal never leaves a server behind.
+ */
+export function serveRefused(env: Record<string, string | undefined>, timeoutMs = 30000): Promise<{ code: number | null; stdout: string; stderr: string; listening: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, 'serve'], { env: { PATH: process.env.PATH, SVC_PORT: '0', SVC_HOST: '127.0.0.1', ...env }, cwd: env.CWD ?? REPO_ROOT });
+    let stdout = '';
+    let stderr = '';
+    let listening = false;
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (!listening && /"msg":"listening"/.test(stdout)) {
+        listening = true;
+        child.kill('SIGKILL');
+      }
+    });
+    child.stderr.on('data', (d) => (stderr += d));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code: listening ? null : code, stdout, stderr, listening });
+    });
+  });
+}
+
+/** A maker of temporary folders for one test file; every one is removed after its last test. */
+export function tempDirs(prefix: string): () => string {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  return () => {
+    const d = mkdtempSync(path.join(os.tmpdir(), prefix));
+    dirs.push(d);
+    return d;
+  };
+}
+
+export const TWO_INSTANCES_SCRIPT = path.join(REPO_ROOT, 'scripts', 'two-instances.mjs');
+
+export interface TwoInstances {
+  /** The two instances' addresses, in the order the script printed them. */
+  urls: string[];
+  /** Their log files. */
+  logs: string[];
+  child: ChildProcess;
+  output(): string;
+  /** SIGTERM to the script (it stops both); resolves with its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Runs `scripts/two-instances.mjs --ports 0,0 --dir DIR` and resolves once it prints READY. */
+export function startTwoInstances(env: Record<string, string | undefined>, dir: string, timeoutMs = 60000): Promise<TwoInstances> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TWO_INSTANCES_SCRIPT, '--ports', '0,0', '--dir', dir], { env: { PATH: process.env.PATH, ...env }, cwd: REPO_ROOT });
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      reject(new Error(`two-instances did not get ready in time:\n${out}`));
+    }, timeoutMs);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (!/^READY$/m.test(out)) return;
+      clearTimeout(timer);
+      const instances = [...out.matchAll(/^instance [ab]: (http:\/\/\S+) .*log (\S+?)[,)]/gm)];
+      resolve({
+        urls: instances.map((m) => m[1]!),
+        logs: instances.map((m) => m[2]!),
+        child,
+        output: () => out,
+        stop: () =>
+          new Promise((res) => {
+            if (child.exitCode !== null || child.signalCode !== null) return res(child.exitCode);
+            child.once('exit', (code) => res(code));
+            child.kill('SIGTERM');
+          }),
+      });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`two-instances exited with ${code} before READY:\n${out}`));
     });
   });
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { loadSettings, startServer, type RunningServer, type Settings } from '@ets/server';
 import { silentLogger } from '@ets/domain';
 import type { ProvisionedTarget, TargetFactory } from './databases.js';
+import { takeResponseProblems } from './openapi-responses.js';
 
 export interface TestServer extends RunningServer {
   settings: Settings;
@@ -13,7 +14,10 @@ export interface TestServer extends RunningServer {
   destroy(): Promise<void>;
 }
 
-/** An in-process server on an ephemeral port, on the given store, with a fresh data dir. */
+/**
+ * An in-process server on an ephemeral port, on the given store, with a fresh data dir. Every
+ * response it gives is checked against the OpenAPI document of its profile (validated-server.ts).
+ */
 export async function startTestServer(factory: TargetFactory, env: Record<string, string> = {}): Promise<TestServer> {
   const db = await factory.provision();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ets-data-'));
@@ -25,6 +29,7 @@ export async function startTestServer(factory: TargetFactory, env: Record<string
     ...env,
   });
   if (db.target.kind === 'sqlite') settings.dataDir = path.dirname(db.target.file);
+  // In jest `@ets/server` is validated-server.ts: its startServer checks every response.
   const running = await startServer(settings, silentLogger);
   return {
     ...running,
@@ -35,6 +40,9 @@ export async function startTestServer(factory: TargetFactory, env: Record<string
       await running.close();
       await db.drop();
       rmSync(dataDir, { recursive: true, force: true });
+      // Responses of afterAll hooks come after the last test's check.
+      const problems = takeResponseProblems();
+      if (problems.length > 0) throw new Error(`Responses not as the OpenAPI document says:\n- ${problems.join('\n- ')}`);
     },
   };
 }
