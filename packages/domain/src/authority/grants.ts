@@ -5,7 +5,7 @@
  * themselves.
  */
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
-import { changeViewBase, changeViewDecision } from '../governance/governed-registry.js';
+import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import type { BusinessTransaction, CheckedGrant, GrantLimit } from '../execution/records.js';
 import { CAPABILITY_PATTERN } from '../execution/transaction-request.js';
 import { SYSTEM_PROPOSER } from '../governance/change.js';
@@ -105,13 +105,8 @@ const FIELDS = {
 export type GrantProposalInput = { kind: 'grant'; payload: Omit<GrantPayload, 'kind'> } | { kind: 'revoke'; grantId: string };
 
 /** The rules of a proposal that need no lookup; each broken one a 400 naming the field. */
-export function readGrantProposal(body: unknown, now: Date): GrantProposalInput {
-  if (!isPlainObject(body)) throw invalid('The body must be a JSON object: {"kind": "grant" | "revoke", …}.');
-  const kind = body.kind;
-  if (kind !== 'grant' && kind !== 'revoke') throw invalid('kind must be grant or revoke.');
-  for (const field of Object.keys(body)) {
-    if (!(FIELDS[kind] as readonly string[]).includes(field)) throw invalid(`${field} is not a field of a ${kind} proposal (fields: ${FIELDS[kind].join(', ')}).`);
-  }
+export function readGrantProposal(input: unknown, now: Date): GrantProposalInput {
+  const { kind, body } = readProposalFields(input, FIELDS, '{"kind": "grant" | "revoke", …}');
   if (kind === 'revoke') {
     if (typeof body.grantId !== 'string' || body.grantId === '' || body.grantId.length > 64) throw invalid('grantId is required: the id of the grant to revoke.');
     return { kind, grantId: body.grantId };

@@ -4,11 +4,10 @@
  * a proposal may say, each rule broken answered 400 naming the field.
  */
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
-import { changeViewBase, changeViewDecision } from '../governance/governed-registry.js';
+import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
 import { SOURCE_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
-import { isPlainObject } from '../shared/guards.js';
 import type { SourceProofVerifier } from './ports.js';
 
 export const SIGNAL_SOURCE_CHANGE_KIND = 'business-signal-source';
@@ -90,13 +89,8 @@ const FIELDS = {
 export type SourceProposalInput = { kind: 'register'; payload: Omit<SourceRegisterPayload, 'kind'> } | { kind: 'revoke'; name: string };
 
 /** The rules a proposal must keep that need no lookup. `reason` is read by maker-checker; where the endpoint resolves is checked by the caller. */
-export function readSourceProposal(body: unknown, keys: Pick<SourceProofVerifier, 'keyIdOf'>): SourceProposalInput {
-  if (!isPlainObject(body)) throw invalid('The body must be a JSON object: {"kind": "register" | "revoke", "name": "…", …}.');
-  const kind = body.kind;
-  if (kind !== 'register' && kind !== 'revoke') throw invalid('kind must be register or revoke.');
-  for (const field of Object.keys(body)) {
-    if (!(FIELDS[kind] as readonly string[]).includes(field)) throw invalid(`${field} is not a field of a ${kind} proposal (fields: ${FIELDS[kind].join(', ')}).`);
-  }
+export function readSourceProposal(input: unknown, keys: Pick<SourceProofVerifier, 'keyIdOf'>): SourceProposalInput {
+  const { kind, body } = readProposalFields(input, FIELDS, '{"kind": "register" | "revoke", "name": "…", …}');
   if (typeof body.name !== 'string' || !SOURCE_NAME.test(body.name)) {
     throw invalid(`name is required: 1 to 64 lowercase letters, digits or hyphens, starting with a letter or digit (${SOURCE_NAME_PATTERN}).`);
   }

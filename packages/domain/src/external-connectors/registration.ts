@@ -3,13 +3,12 @@
  * changes"): what a proposal may say, each rule broken answered 400 naming the field.
  */
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
-import { changeViewBase, changeViewDecision } from '../governance/governed-registry.js';
+import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
 import { CAPABILITY_PATTERN } from '../execution/transaction-request.js';
 import { namespaceOf } from '../execution/connectors.js';
 import { POLICY_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
-import { isPlainObject } from '../shared/guards.js';
 
 export const EXTERNAL_CONNECTOR_CHANGE_KIND = 'external-connector';
 export const CAPABILITY_MAX_LENGTH = 128;
@@ -96,13 +95,8 @@ export type ProposalInput = { kind: 'register'; payload: Omit<RegisterPayload, '
  * The rules a proposal must keep that need no lookup, in the order of the contract's field list.
  * `reason` is read by maker-checker. Where the endpoint resolves is checked by the caller.
  */
-export function readProposal(body: unknown, reservedNamespaces: readonly string[]): ProposalInput {
-  if (!isPlainObject(body)) throw invalid('The body must be a JSON object: {"kind": "register" | "revoke", "capability": "namespace:verb", …}.');
-  const kind = body.kind;
-  if (kind !== 'register' && kind !== 'revoke') throw invalid('kind must be register or revoke.');
-  for (const name of Object.keys(body)) {
-    if (!(FIELDS[kind] as readonly string[]).includes(name)) throw invalid(`${name} is not a field of a ${kind} proposal (fields: ${FIELDS[kind].join(', ')}).`);
-  }
+export function readProposal(input: unknown, reservedNamespaces: readonly string[]): ProposalInput {
+  const { kind, body } = readProposalFields(input, FIELDS, '{"kind": "register" | "revoke", "capability": "namespace:verb", …}');
   const capability = readCapability(body.capability, reservedNamespaces);
   if (kind === 'revoke') return { kind, capability };
 

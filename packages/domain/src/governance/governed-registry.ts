@@ -8,6 +8,8 @@
 import type { Caller } from '../identity/caller.js';
 import type { Page } from '../execution/ports.js';
 import type { PendingChange } from './change.js';
+import { invalid } from '../shared/errors.js';
+import { isPlainObject } from '../shared/guards.js';
 import { makerCheckerFor, readStatusFilter, type GovernedKindDeps, type MakerChecker, type MakerCheckerDeps } from './maker-checker.js';
 
 /** The routes of a governed registry: `/<area>/changes` (propose, list, approve, reject) and `GET /<area>`. */
@@ -88,6 +90,25 @@ export abstract class RegistryGovernance<P, View, Entry> implements GovernedRegi
   reject(id: string, checker: Caller, envelope: unknown): Promise<View> {
     return this.changes.reject(id, checker, envelope);
   }
+}
+
+/**
+ * The first rules of every registry's proposal: a JSON object (`shape` shows one in the message),
+ * whose `kind` is one of `fields`' keys and whose every field is one of that kind's.
+ */
+export function readProposalFields<K extends string>(
+  input: unknown,
+  fields: Record<K, readonly string[]>,
+  shape: string,
+): { kind: K; body: Record<string, unknown> } {
+  if (!isPlainObject(input)) throw invalid(`The body must be a JSON object: ${shape}.`);
+  const kinds = Object.keys(fields) as K[];
+  const kind = input.kind as K;
+  if (!kinds.includes(kind)) throw invalid(`kind must be ${kinds.join(' or ')}.`);
+  for (const field of Object.keys(input)) {
+    if (!fields[kind].includes(field)) throw invalid(`${field} is not a field of a ${kind} proposal (fields: ${fields[kind].join(', ')}).`);
+  }
+  return { kind, body: input };
 }
 
 /** The common fields of a change's view (CONTRACT property names); the kind adds its payload's. */
