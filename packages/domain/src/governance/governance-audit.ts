@@ -1,7 +1,7 @@
 import type { GovernanceEvent } from '../ports/audit.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { Signed, Signer } from '../ports/crypto.js';
-import { DomainError } from '../shared/errors.js';
+import { signEvent } from '../identity/signed-audit.js';
 
 /**
  * Signed audit events of governance (who proposed or decided what, and when), verifiable with
@@ -19,20 +19,11 @@ export class GovernanceAudit {
 
   /** The signed event; `at` is the moment of what it records (a decision's `decidedAt`), default now. */
   async sign(e: Pick<GovernanceEvent, 'callerId' | 'action' | 'subjectType' | 'subjectId' | 'summary'>, at: Date = this.clock.now()): Promise<Signed<GovernanceEvent>> {
-    const event: GovernanceEvent = {
-      eventId: this.ids.uuid(),
-      kind: 'governance',
-      callerId: e.callerId,
-      action: e.action,
-      subjectType: e.subjectType,
-      subjectId: e.subjectId,
-      summary: e.summary,
-      occurredAt: at.toISOString(),
-    };
-    try {
-      return await this.signer.sign<GovernanceEvent>(event);
-    } catch (cause) {
-      throw new DomainError('unavailable', 'Audit log is unavailable; the governance event could not be signed.', 'AUDIT_UNAVAILABLE', undefined, { cause });
-    }
+    return signEvent(
+      { signer: this.signer, clock: this.clock, ids: this.ids },
+      (base): GovernanceEvent => ({ eventId: base.eventId, kind: 'governance', callerId: e.callerId, action: e.action, subjectType: e.subjectType, subjectId: e.subjectId, summary: e.summary, occurredAt: base.occurredAt }),
+      'Audit log is unavailable; the governance event could not be signed.',
+      at,
+    );
   }
 }

@@ -12,13 +12,14 @@ export interface AuditDeps {
 
 const auditUnavailable = (message: string, cause: unknown) => new DomainError('unavailable', message, 'AUDIT_UNAVAILABLE', undefined, { cause });
 
-/** Signs one audit event; AUDIT_UNAVAILABLE when it cannot be signed. */
+/** Signs one audit event that occurred `at` (default now); AUDIT_UNAVAILABLE when it cannot be signed. */
 export async function signEvent<E extends AuditEvent>(
   deps: Pick<AuditDeps, 'signer' | 'clock' | 'ids'>,
   build: (base: { eventId: string; occurredAt: string }) => E,
   failureMessage: string,
+  at: Date = deps.clock.now(),
 ): Promise<Signed<E>> {
-  const event = build({ eventId: deps.ids.uuid(), occurredAt: deps.clock.now().toISOString() });
+  const event = build({ eventId: deps.ids.uuid(), occurredAt: at.toISOString() });
   try {
     return await deps.signer.sign<E>(event);
   } catch (cause) {
@@ -33,16 +34,4 @@ export async function storeEvent(store: AuditEventStore, event: Signed<AuditEven
   } catch (cause) {
     throw auditUnavailable(failureMessage, cause);
   }
-}
-
-/**
- * Signs and appends one audit event. Auditing fails closed: when the event cannot be signed or
- * stored the caller gets AUDIT_UNAVAILABLE and must not go on unaudited.
- */
-export async function appendSignedEvent(
-  deps: AuditDeps,
-  build: (base: { eventId: string; occurredAt: string }) => AuditEvent,
-  failureMessage: string,
-): Promise<void> {
-  await storeEvent(deps.store, await signEvent(deps, build, failureMessage), failureMessage);
 }
