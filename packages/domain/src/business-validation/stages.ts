@@ -9,14 +9,13 @@ import { inForce } from '../authority/grants.js';
 import { fail, established, stage, type ExecutionContext, type ExecutionDeps, type Stage } from '../execution/pipeline.js';
 import { markErrored, refuse, refusalDecision } from '../execution/stages.js';
 import { BOUND_SIGNAL_MISMATCH_RULE_ID, SOURCE_MISMATCH_RULE_ID, SOURCE_UNAVAILABLE_RULE_ID } from '../policy/document.js';
+import { isSent } from '../policy/evaluate.js';
 import { valueAtPath } from '../shared/request-paths.js';
 import { conditionsOf, sameValue, sourcedFacts } from './asking.js';
 
 const failValidation = (ctx: ExecutionContext): void => {
   ctx.assessment.businessValidation.status = 'FAILED';
 };
-
-const isSent = (signals: Record<string, unknown>, name: string): boolean => Object.prototype.hasOwnProperty.call(signals, name) && signals[name] !== undefined;
 
 export const askSources = (d: ExecutionDeps): Stage =>
   stage('ask the sources', async (ctx) => {

@@ -141,7 +141,7 @@ const HAS_TYPE: Readonly<Record<SignalType, (v: unknown) => boolean>> = {
 export const hasSignalType = (type: SignalType, value: unknown): boolean => HAS_TYPE[type](value);
 
 /** A signal counts as sent when it is an own property with a value other than `undefined`. */
-const isSent = (signals: object, name: string): boolean =>
+export const isSent = (signals: object, name: string): boolean =>
   hasOwn(signals, name) && (signals as Record<string, unknown>)[name] !== undefined;
 
 /**
