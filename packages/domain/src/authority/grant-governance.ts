@@ -70,11 +70,11 @@ export class AuthorityGrantGovernance extends RegistryGovernance<AuthorityGrantC
     const reason = readReason((body as Record<string, unknown>).reason);
     if (input.kind === 'grant') {
       if (input.payload.grantee === caller.callerId) selfGrant();
-      return this.changes.propose(caller, { payload: { kind: 'grant', ...input.payload }, reason });
+      return this.proposeChange(caller, { payload: { kind: 'grant', ...input.payload }, reason });
     }
     const grant = await this.deps.grants.get(input.grantId);
     if (!grant || grant.revokedAt !== undefined) throw conflict(`Authority grant '${input.grantId}' is unknown or already revoked; there is nothing to revoke.`);
-    return this.changes.propose(caller, {
+    return this.proposeChange(caller, {
       payload: { kind: 'revoke', grantId: grant.grantId, grantee: grant.grantee, action: grant.action },
       subject: `revoke ${grant.grantId}`,
       reason,

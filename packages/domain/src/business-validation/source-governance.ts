@@ -51,6 +51,6 @@ export class SignalSourceGovernance extends RegistryGovernance<SignalSourceChang
     const active = await activeForProposal(this.deps.sources, name, input.kind, `Business signal source '${name}'`);
     const payload: SignalSourceChangePayload =
       input.kind === 'register' ? { kind: 'register', ...input.payload } : { kind: 'revoke', name, registrationId: active!.registrationId };
-    return this.changes.propose(caller, { payload, subject: name, reason });
+    return this.proposeChange(caller, { payload, subject: name, reason });
   }
 }

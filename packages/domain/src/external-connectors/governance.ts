@@ -67,6 +67,6 @@ export class ExternalConnectorGovernance extends RegistryGovernance<ExternalConn
     const active = await activeForProposal(this.deps.registrations, capability, input.kind, `Capability '${capability}'`);
     const payload: ExternalConnectorChangePayload =
       input.kind === 'register' ? { kind: 'register', ...input.payload } : { kind: 'revoke', capability, registrationId: active!.registrationId };
-    return this.changes.propose(caller, { payload, subject: capability, reason });
+    return this.proposeChange(caller, { payload, subject: capability, reason });
   }
 }

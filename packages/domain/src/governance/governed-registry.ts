@@ -28,54 +28,33 @@ export interface GovernedKind<P, View> extends Pick<MakerCheckerDeps<P>, 'applie
   toView(change: PendingChange<P>): View;
 }
 
-/** The changes of one kind: maker-checker, and every change shown as the kind's view. */
-export class GovernedChanges<P, View> {
-  readonly makerChecker: MakerChecker<P>;
-
-  constructor(deps: GovernedKindDeps, private readonly own: GovernedKind<P, View>) {
-    this.makerChecker = makerCheckerFor<P>(own.kind, deps, own);
-  }
-
-  async propose(caller: Caller, input: { payload: P; subject?: string; reason?: string }): Promise<View> {
-    return this.own.toView(await this.makerChecker.propose(caller, input));
-  }
-
-  /** Oldest first. */
-  async list(query: { status?: unknown; page: number; pageSize: number }): Promise<Page<View>> {
-    const found = await this.makerChecker.page(readStatusFilter(query.status), query.page, query.pageSize);
-    return { ...found, items: found.items.map((c) => this.own.toView(c)) };
-  }
-
-  async approve(id: string, checker: Caller, envelope: unknown): Promise<View> {
-    return this.own.toView(await this.makerChecker.approve(id, checker, envelope));
-  }
-
-  async reject(id: string, checker: Caller, envelope: unknown): Promise<View> {
-    return this.own.toView(await this.makerChecker.reject(id, checker, envelope));
-  }
-}
-
 /**
  * The governance of one registry: everything but reading a proposal, which is the kind's own.
  * `entries` lists what is in force (`GET /<area>`).
  */
 export abstract class RegistryGovernance<P, View, Entry> implements GovernedRegistry<View, Entry> {
-  protected readonly changes: GovernedChanges<P, View>;
+  private readonly makerChecker: MakerChecker<P>;
 
   constructor(
     deps: GovernedKindDeps,
-    kind: GovernedKind<P, View>,
+    private readonly kind: GovernedKind<P, View>,
     private readonly entries: { listActive(page: number, pageSize: number): Promise<Page<Entry>> },
   ) {
-    this.changes = new GovernedChanges(deps, kind);
+    this.makerChecker = makerCheckerFor<P>(kind.kind, deps, kind);
   }
 
   /** `POST /<area>/changes`: 201 with the change, or a 400 naming the field. */
   abstract propose(caller: Caller, body: unknown): Promise<View>;
 
+  /** Stores a proposal read by `propose`, shown as the kind's view. */
+  protected async proposeChange(caller: Caller, input: { payload: P; subject?: string; reason?: string }): Promise<View> {
+    return this.kind.toView(await this.makerChecker.propose(caller, input));
+  }
+
   /** `GET /<area>/changes`, oldest first. */
-  list(query: { status?: unknown; page: number; pageSize: number }): Promise<Page<View>> {
-    return this.changes.list(query);
+  async list(query: { status?: unknown; page: number; pageSize: number }): Promise<Page<View>> {
+    const found = await this.makerChecker.page(readStatusFilter(query.status), query.page, query.pageSize);
+    return { ...found, items: found.items.map((c) => this.kind.toView(c)) };
   }
 
   /** `GET /<area>`: what is in force. */
@@ -83,12 +62,12 @@ export abstract class RegistryGovernance<P, View, Entry> implements GovernedRegi
     return this.entries.listActive(page, pageSize);
   }
 
-  approve(id: string, checker: Caller, envelope: unknown): Promise<View> {
-    return this.changes.approve(id, checker, envelope);
+  async approve(id: string, checker: Caller, envelope: unknown): Promise<View> {
+    return this.kind.toView(await this.makerChecker.approve(id, checker, envelope));
   }
 
-  reject(id: string, checker: Caller, envelope: unknown): Promise<View> {
-    return this.changes.reject(id, checker, envelope);
+  async reject(id: string, checker: Caller, envelope: unknown): Promise<View> {
+    return this.kind.toView(await this.makerChecker.reject(id, checker, envelope));
   }
 }
 
