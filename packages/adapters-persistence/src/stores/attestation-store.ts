@@ -20,7 +20,7 @@ import type {
 } from '@ets/domain';
 import { appendToLog, leafOfBody, type LoggedRecord } from '../transparency/log-in-transaction.js';
 import { writerOf, type Run, type RunResult } from './sqlite-writer.js';
-import { storeTransaction } from './store-transaction.js';
+import { storeStatement, storeTransaction } from './store-transaction.js';
 import { toPg } from './sql.js';
 
 const DECISION_COLUMNS =
@@ -344,16 +344,9 @@ export class TypeOrmAttestationStore implements AttestationStore {
     return this.ds.query(this.pg ? toPg(sql) : sql, params) as Promise<T[]>;
   }
 
-  /** One statement on its own (autocommit); on SQLite in the write queue. */
-  private async exec(sql: string, params: unknown[]): Promise<RunResult> {
-    if (!this.pg) return writerOf(this.ds).statement(sql, params);
-    const runner = this.ds.createQueryRunner();
-    try {
-      const r = await runner.query(sql.includes('$1') ? sql : toPg(sql), params, true);
-      return { records: r.records ?? [], affected: r.affected ?? undefined };
-    } finally {
-      await runner.release();
-    }
+  /** One statement on its own (autocommit); on SQLite in the writer's group commit. */
+  private exec(sql: string, params: unknown[]): Promise<RunResult> {
+    return storeStatement(this.ds, this.pg ? toPg(sql) : sql, params);
   }
 }
 
