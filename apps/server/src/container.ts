@@ -128,13 +128,15 @@ export interface OpenedResources {
   metrics?: ServiceMetrics;
 }
 
+type Resolver = { get<U>(id: symbol): U };
+const get = <T>(ctx: Resolver, id: symbol): T => ctx.get<T>(id);
+
 /**
  * The one composition root. Domain services and adapters are built here with plain constructors
  * (`toDynamicValue`), so neither carries Inversify decorators.
  */
 export function buildContainer(res: OpenedResources): Container {
   const c = new Container({ defaultScope: 'Singleton' });
-  const get = <T>(ctx: { get<U>(id: symbol): U }, id: symbol): T => ctx.get<T>(id);
   // Metrics decorate the ports here, never inside them (service-metrics.ts).
   const m = res.metrics;
   const timedStore = <T extends object>(name: string, store: T): T => (m ? m.store(name, store) : store);
@@ -369,7 +371,7 @@ export function buildContainer(res: OpenedResources): Container {
 }
 
 /** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit. */
-function governedKindDeps(ctx: { get<U>(id: symbol): U }) {
+function governedKindDeps(ctx: Resolver) {
   return {
     changes: ctx.get<PendingChangeStore>(TOKENS.PendingChangeStore),
     stepUpVerifier: ctx.get<StepUpSignatureVerifier>(TOKENS.StepUpSignatureVerifier),
@@ -381,7 +383,6 @@ function governedKindDeps(ctx: { get<U>(id: symbol): U }) {
 
 /** Business validation: signal sources, authority grants, signed approvals (and the single-use ledger they share). */
 function bindBusinessValidation(c: Container, res: OpenedResources): void {
-  const get = <T>(ctx: { get<U>(id: symbol): U }, id: symbol): T => ctx.get<T>(id);
   c.bind<SingleUseLedger>(TOKENS.SingleUseLedger).toDynamicValue((ctx) => new TypeOrmSingleUseLedger(get(ctx, TOKENS.DataSource)));
   c.bind<SourceProofVerifier>(TOKENS.SourceProofVerifier).toConstantValue(new Ed25519SourceProofs());
   c.bind<SignalSourceStore>(TOKENS.SignalSourceStore).toDynamicValue((ctx) => new TypeOrmSignalSourceStore(get(ctx, TOKENS.DataSource)));
@@ -420,10 +421,9 @@ function bindBusinessValidation(c: Container, res: OpenedResources): void {
 
 /** Profile A: the attestation store, its runtime, and the services of its routes. */
 function bindAttestation(c: Container, res: OpenedResources): void {
-  const get = <T>(ctx: { get<U>(id: symbol): U }, id: symbol): T => ctx.get<T>(id);
   const settings = res.settings;
   const variant = settings.profile === 'attestation-simple' ? 'attestation-simple' : 'attestation';
-  const common = (ctx: { get<U>(id: symbol): U }) => ({
+  const common = (ctx: Resolver) => ({
     store: get<AttestationStore>(ctx, TOKENS.AttestationStore),
     runtime: get<AttestationRuntime>(ctx, TOKENS.AttestationRuntime),
     hasher: get<Hasher>(ctx, TOKENS.Hasher),

@@ -10,7 +10,7 @@ import { startExampleReceiver, type ExampleReceiver } from '@ets/release-receive
 import type { ApiKeyRecord } from '@ets/domain';
 import { loadSettings } from '../config/settings.js';
 import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
-import { CliError } from './errors.js';
+import { CliError, codeOrMessage, fetchProblem } from './errors.js';
 import { usageOf } from './usage.js';
 
 const USAGE = usageOf('demo');
@@ -195,7 +195,7 @@ function resolveCredentials(values: Record<string, string | undefined>): DemoCre
     try {
       fromFile = parseDotenv(readFileSync(envFile, 'utf8'));
     } catch (e) {
-      throw new CliError(`cannot read ${envFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}. Run 'ets demo --setup ${values.from}' first (server stopped).`, 2);
+      throw new CliError(`cannot read ${envFile}: ${codeOrMessage(e)}. Run 'ets demo --setup ${values.from}' first (server stopped).`, 2);
     }
   }
   const out: Partial<DemoCredentials> = {};
@@ -219,7 +219,7 @@ function readStepUpKeys(c: DemoCredentials): { alice: string; bob: string } {
     try {
       return readFileSync(file, 'utf8');
     } catch (e) {
-      throw new CliError(`cannot read the step-up key ${file} (--${flag}): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+      throw new CliError(`cannot read the step-up key ${file} (--${flag}): ${codeOrMessage(e)}`, 2);
     }
   };
   return { alice: read(c.aliceStepUp, FLAGS.aliceStepUp), bob: read(c.bobStepUp, FLAGS.bobStepUp) };
@@ -241,7 +241,7 @@ function readNetwork(dirArg: string): DemoNetwork | undefined {
   try {
     return { dns, cert: readFileSync(path.resolve(dir, cert), 'utf8'), key: readFileSync(path.resolve(dir, key), 'utf8') };
   } catch (e) {
-    throw new CliError(`cannot read the demo receiver's certificate in ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+    throw new CliError(`cannot read the demo receiver's certificate in ${dir}: ${codeOrMessage(e)}`, 2);
   }
 }
 
@@ -375,7 +375,7 @@ class Demo {
         signal: AbortSignal.timeout(30_000),
       });
     } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
+      const cause = fetchProblem(e);
       throw new StepFailed(`an answer from ${this.baseUrl}`, `no answer (${cause}): is the server running? (env $(cat DIR/${SERVER_ENV_FILE}) npm start)`);
     }
     const text = await res.text();
@@ -533,7 +533,7 @@ class Demo {
     try {
       this.#dns = await LoopbackDns.start({ host, port });
     } catch (e) {
-      throw new StepFailed(`the demo resolver listening on ${this.network.dns}`, `${(e as NodeJS.ErrnoException).code ?? (e as Error).message}: is another demo running?`);
+      throw new StepFailed(`the demo resolver listening on ${this.network.dns}`, `${codeOrMessage(e)}: is another demo running?`);
     }
     this.#receiver = await startExampleReceiver({ tls: { cert: this.network.cert, key: this.network.key }, hostName: RECEIVER_HOST, jwks: jwksUrl });
     this.#dns.set(RECEIVER_HOST, { A: [this.#receiver.address] });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { JwksLike } from '@ets/adapters-crypto';
-import { CliError } from './errors.js';
+import { CliError, codeOrMessage, fetchProblem } from './errors.js';
 
 export const FETCH_TIMEOUT_MS = 10_000;
 
@@ -23,7 +23,7 @@ export async function loadJwks(source: string): Promise<JwksLike> {
     try {
       res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json' } });
     } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
+      const cause = fetchProblem(e);
       throw new CliError(`cannot fetch the keys from ${url.href} (${cause}). Is the server running? Or pass a saved JWKS file with --keys.`, 2);
     }
     if (res.status !== 200) throw new CliError(`cannot fetch the keys from ${url.href}: HTTP ${res.status}.`, 2);
@@ -32,7 +32,7 @@ export async function loadJwks(source: string): Promise<JwksLike> {
     try {
       text = readFileSync(source, 'utf8');
     } catch (e) {
-      throw new CliError(`cannot read the keys file ${source}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+      throw new CliError(`cannot read the keys file ${source}: ${codeOrMessage(e)}`, 2);
     }
   }
   let jwks: unknown;

@@ -11,7 +11,7 @@ import {
   verifyConsistency,
   type Checkpoint,
 } from '@ets/adapters-crypto';
-import { CliError } from './errors.js';
+import { CliError, codeOrMessage, fetchProblem } from './errors.js';
 import { usageOf } from './usage.js';
 import { FETCH_TIMEOUT_MS, loadJwks } from './jwks.js';
 
@@ -150,7 +150,7 @@ function readState(file: string): { state: MonitorState; parsed: Checkpoint } | 
     text = readFileSync(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new CliError(`cannot read the state file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+    throw new CliError(`cannot read the state file ${file}: ${codeOrMessage(e)}`, 2);
   }
   try {
     const state = JSON.parse(text) as MonitorState;
@@ -176,7 +176,7 @@ function writeState(file: string, base: URL, checkpoint: Checkpoint, note: strin
     writeFileSync(temp, JSON.stringify(state, null, 2) + '\n');
     renameSync(temp, file);
   } catch (e) {
-    throw new CliError(`cannot write the state file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+    throw new CliError(`cannot write the state file ${file}: ${codeOrMessage(e)}`, 2);
   }
 }
 
@@ -186,7 +186,7 @@ async function fetchFromLog(url: URL, accept: string, file: string): Promise<str
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept } });
   } catch (e) {
-    const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
+    const cause = fetchProblem(e);
     throw new CliError(`cannot reach the log at ${url.href} (${cause}); nothing was checked, ${file} is unchanged.`, 2);
   }
   if (res.status !== 200) {

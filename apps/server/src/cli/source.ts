@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULT_VALID_FOR_SECONDS, readSigningKey, startReferenceSource, type SourceSigningKey } from '../signal-source/reference-source.js';
-import { CliError } from './errors.js';
+import { CliError, codeOrMessage } from './errors.js';
 import { usageOf } from './usage.js';
 
 const USAGE = usageOf('source serve');
@@ -10,7 +10,7 @@ const readText = (file: string, what: string): string => {
   try {
     return readFileSync(file, 'utf8');
   } catch (e) {
-    throw new CliError(`cannot read ${what} ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+    throw new CliError(`cannot read ${what} ${file}: ${codeOrMessage(e)}`, 2);
   }
 };
 

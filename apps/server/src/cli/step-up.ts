@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { signStepUpPayload } from '@ets/adapters-crypto';
 import { charLength, REASON_MAX_LENGTH, STEP_UP_MAX_VALIDITY_MS } from '@ets/domain';
-import { CliError } from './errors.js';
+import { CliError, codeOrMessage } from './errors.js';
 import { usageOf } from './usage.js';
 
 const USAGE = usageOf('step-up sign');
@@ -53,7 +53,7 @@ export async function stepUpCommand(argv: string[]): Promise<void> {
   try {
     pem = readFileSync(values.key, 'utf8');
   } catch (e) {
-    throw new CliError(`cannot read the step-up key ${values.key}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new CliError(`cannot read the step-up key ${values.key}: ${codeOrMessage(e)}`);
   }
   const payload = {
     pendingPolicyChangeId: change,

@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ExportVerifier, unwrapServedRecord, verifyOffline, type ExportSummary, type JwksLike, type LineFailure, type OfflineReport } from '@ets/adapters-crypto';
 import { loadSettings } from '../config/settings.js';
-import { CliError } from './errors.js';
+import { CliError, codeOrMessage } from './errors.js';
 import { usageOf } from './usage.js';
 import { loadJwks } from './jwks.js';
 import { readStdin } from './read-stdin.js';
@@ -72,7 +72,7 @@ async function verifyExport(file: string, jwks: JwksLike, keys: string): Promise
   try {
     input = file === '-' ? process.stdin : createReadStream('', { fd: openSync(file, 'r') });
   } catch (e) {
-    throw new CliError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+    throw new CliError(`cannot read ${file}: ${codeOrMessage(e)}`, 2);
   }
   const verifier = new ExportVerifier(jwks);
   for await (const line of createInterface({ input, crlfDelay: Infinity })) verifier.addLine(line);
@@ -135,7 +135,7 @@ async function readInput(file: string): Promise<string> {
   try {
     return readFileSync(file, 'utf8');
   } catch (e) {
-    throw new CliError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 2);
+    throw new CliError(`cannot read ${file}: ${codeOrMessage(e)}`, 2);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { LogCheckpoint } from '@ets/domain';
-import { toPg } from '../stores/sql.js';
+import { placeholders, toPg } from '../stores/sql.js';
 import type { LoggedRecordKind } from '../transparency/log-append.js';
 
 /**
@@ -198,7 +198,7 @@ export class SignedRecordExport {
     const found = new Map<string, string>();
     for (const [kind, list] of ids) {
       const s = SOURCES[kind];
-      const rows = await this.query(`SELECT ${s.id} AS id, ${s.body} AS body FROM ${s.table} WHERE ${s.id} IN (${list.map(() => '?').join(', ')})`, list);
+      const rows = await this.query(`SELECT ${s.id} AS id, ${s.body} AS body FROM ${s.table} WHERE ${s.id} IN ${placeholders(list.length)}`, list);
       // The same text the store logged (`JSON.stringify(proof)` for a JWS; base64url needs no escape).
       for (const row of rows) found.set(`${kind}\n${String(row.id)}`, s.asString ? JSON.stringify(String(row.body)) : String(row.body));
     }

@@ -20,8 +20,8 @@ import type {
 } from '@ets/domain';
 import { appendToLog, leafOfBody, type LoggedRecord } from '../transparency/log-in-transaction.js';
 import { writerOf, type Run, type RunResult } from './sqlite-writer.js';
-import { storeTransaction } from './store-transaction.js';
-import { toPg } from './sql.js';
+import { storeStatement, storeTransaction } from './store-transaction.js';
+import { given, toPg, where } from './sql.js';
 
 const DECISION_COLUMNS =
   'execution_id, request_id, variant, caller_id, policy_id, policy_version, action, decision, execution_state, current_state, created_at, updated_at, attestation';
@@ -158,11 +158,10 @@ export class TypeOrmAttestationStore implements AttestationStore {
   }
 
   async listDecisions(q: DecisionQuery): Promise<DecisionRow[]> {
-    const where = new Where();
-    where.add('policy_id = ?', q.policyId).add('action = ?', q.action).add('created_at >= ?', q.from).add('created_at <= ?', q.to).add('caller_id = ?', q.callerId);
+    const w = where(given('policy_id = ?', q.policyId), given('action = ?', q.action), given('created_at >= ?', q.from), given('created_at <= ?', q.to), given('caller_id = ?', q.callerId));
     const sql = `SELECT execution_id, request_id, variant, caller_id, policy_id, policy_version, decision, current_state, created_at
-      FROM attestation_decisions${where.sql()} ORDER BY created_at DESC, execution_id DESC LIMIT ? OFFSET ?`;
-    return (await this.read<DecisionRowSql>(sql, [...where.params, q.limit, q.offset])).map(toRow);
+      FROM attestation_decisions${w.sql} ORDER BY created_at DESC, execution_id DESC LIMIT ? OFFSET ?`;
+    return (await this.read<DecisionRowSql>(sql, [...w.params, q.limit, q.offset])).map(toRow);
   }
 
   // --- overrides and confirmations --------------------------------------------------------------------
@@ -218,10 +217,10 @@ export class TypeOrmAttestationStore implements AttestationStore {
   }
 
   async listSecurityEvents(q: SecurityEventQuery): Promise<SecurityEvent[]> {
-    const where = new Where().add('occurred_at >= ?', q.from).add('occurred_at <= ?', q.to).add('caller_id = ?', q.callerId);
-    const sql = `SELECT event_id, kind, occurred_at, caller_id, operation, execution_id, detail FROM attestation_security_events${where.sql()}
+    const w = where(given('occurred_at >= ?', q.from), given('occurred_at <= ?', q.to), given('caller_id = ?', q.callerId));
+    const sql = `SELECT event_id, kind, occurred_at, caller_id, operation, execution_id, detail FROM attestation_security_events${w.sql}
       ORDER BY occurred_at DESC, event_id DESC LIMIT ?`;
-    const rows = await this.read<Record<string, string | null>>(sql, [...where.params, q.limit]);
+    const rows = await this.read<Record<string, string | null>>(sql, [...w.params, q.limit]);
     return rows.map((r) => ({
       eventId: r.event_id!,
       kind: r.kind as SecurityEvent['kind'],
@@ -344,34 +343,9 @@ export class TypeOrmAttestationStore implements AttestationStore {
     return this.ds.query(this.pg ? toPg(sql) : sql, params) as Promise<T[]>;
   }
 
-  /** One statement on its own (autocommit); on SQLite in the write queue. */
-  private async exec(sql: string, params: unknown[]): Promise<RunResult> {
-    if (!this.pg) return writerOf(this.ds).statement(sql, params);
-    const runner = this.ds.createQueryRunner();
-    try {
-      const r = await runner.query(sql.includes('$1') ? sql : toPg(sql), params, true);
-      return { records: r.records ?? [], affected: r.affected ?? undefined };
-    } finally {
-      await runner.release();
-    }
-  }
-}
-
-/** Optional equality filters, in order. */
-class Where {
-  private readonly clauses: string[] = [];
-  readonly params: unknown[] = [];
-
-  add(clause: string, value: unknown): this {
-    if (value !== undefined) {
-      this.clauses.push(clause);
-      this.params.push(value);
-    }
-    return this;
-  }
-
-  sql(): string {
-    return this.clauses.length > 0 ? ` WHERE ${this.clauses.join(' AND ')}` : '';
+  /** One statement on its own (autocommit); on SQLite in the writer's group commit. */
+  private exec(sql: string, params: unknown[]): Promise<RunResult> {
+    return storeStatement(this.ds, this.pg ? toPg(sql) : sql, params);
   }
 }
 

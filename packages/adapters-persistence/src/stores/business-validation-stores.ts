@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { AuthorityGrant, AuthorityGrantStore, GrantLimit, Page, SignalSourceRegistration, SignalSourceStore, SingleUseLedger } from '@ets/domain';
 import { AuthorityGrantEntity, SignalSourceEntity, type AuthorityGrantRow, type SignalSourceRow } from '../entities/business-validation.js';
 import { TypeOrmRegistrationStore } from './registration-table.js';
-import { execute, writeSerially } from './serial-writes.js';
+import { executeSerially, insertOrIgnore } from './serial-writes.js';
 import { storeBulk } from './store-transaction.js';
 import type { BulkWork } from './pg-group-commit.js';
 
@@ -39,25 +39,18 @@ export class TypeOrmAuthorityGrantStore implements AuthorityGrantStore {
   }
 
   async activate(g: AuthorityGrant): Promise<void> {
-    const [sql, params] = this.ds
-      .createQueryBuilder()
-      .insert()
-      .into(AuthorityGrantEntity)
-      .values({
-        grantId: g.grantId,
-        grantee: g.grantee,
-        action: g.action,
-        limits: JSON.stringify(g.limits),
-        expiresAt: g.expiresAt,
-        proposer: g.proposer,
-        approvedBy: g.approvedBy,
-        grantedAt: g.grantedAt,
-        revokedAt: null,
-        revokeChangeId: null,
-      })
-      .orIgnore()
-      .getQueryAndParameters();
-    await writeSerially(this.ds, () => execute(this.ds, sql, params));
+    await insertOrIgnore(this.ds, AuthorityGrantEntity, {
+      grantId: g.grantId,
+      grantee: g.grantee,
+      action: g.action,
+      limits: JSON.stringify(g.limits),
+      expiresAt: g.expiresAt,
+      proposer: g.proposer,
+      approvedBy: g.approvedBy,
+      grantedAt: g.grantedAt,
+      revokedAt: null,
+      revokeChangeId: null,
+    });
   }
 
   async revoke(grantId: string, revokedAt: string, revokeChangeId: string): Promise<void> {
@@ -67,7 +60,7 @@ export class TypeOrmAuthorityGrantStore implements AuthorityGrantStore {
       .set({ revokedAt, revokeChangeId })
       .where('grant_id = :grantId AND revoked_at IS NULL', { grantId })
       .getQueryAndParameters();
-    await writeSerially(this.ds, () => execute(this.ds, sql, params));
+    await executeSerially(this.ds, sql, params);
   }
 
   async get(grantId: string): Promise<AuthorityGrant | undefined> {

@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
 import { canonicalJsonOf } from '@ets/adapters-crypto';
 import { appendToLog, type LoggedRecord } from '../transparency/log-in-transaction.js';
-import { SqliteStatements, writerOf, type Run, type RunResult } from './sqlite-writer.js';
-import { storeBulk, storeTransaction, transactionState, type StoreTransactionOptions } from './store-transaction.js';
+import { SqliteStatements, type Run } from './sqlite-writer.js';
+import { storeBulk, storeStatement, storeTransaction, transactionState, type StoreTransactionOptions } from './store-transaction.js';
 import type { BulkOutcome, BulkWork } from './pg-group-commit.js';
 
 /** The execution chain's head as a PostgreSQL batch holds it (see transactionState). */
@@ -418,12 +418,12 @@ export class TypeOrmExecutionStore implements ExecutionStore {
   // --- intent state -------------------------------------------------------------------------------
 
   async markReleased(businessTransactionId: string, context: ReleaseContext, at: string): Promise<void> {
-    const res = await this.write(this.q.markReleased, [JSON.stringify(context), at, businessTransactionId]);
+    const res = await storeStatement(this.ds, this.q.markReleased, [JSON.stringify(context), at, businessTransactionId]);
     if (res.affected !== 1) throw new IntentStateConflictError(businessTransactionId, 'RELEASED');
   }
 
   async markErrored(businessTransactionId: string, error: NonNullable<IntentStatus['error']>, at: string): Promise<void> {
-    const res = await this.write(this.q.markErrored, [JSON.stringify({ error }), at, businessTransactionId]);
+    const res = await storeStatement(this.ds, this.q.markErrored, [JSON.stringify({ error }), at, businessTransactionId]);
     if (res.affected !== 1) throw new IntentStateConflictError(businessTransactionId, 'ERRORED');
   }
 
@@ -635,22 +635,6 @@ export class TypeOrmExecutionStore implements ExecutionStore {
   private async count(table: string, w: { sql: string; params: unknown[] }): Promise<number> {
     const [row] = await this.read<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table}${w.sql}`, w.params);
     return Number(row?.n ?? 0);
-  }
-
-  /** One statement on its own (autocommit); on SQLite in the write queue. */
-  private write(sql: string, params: unknown[]): Promise<RunResult> {
-    if (this.pg) return this.pgExec(sql, params);
-    return writerOf(this.ds).statement(sql, params);
-  }
-
-  private async pgExec(sql: string, params: unknown[]): Promise<RunResult> {
-    const runner = this.ds.createQueryRunner();
-    try {
-      const r = await runner.query(sql, params, true);
-      return { records: r.records ?? [], affected: r.affected ?? undefined };
-    } finally {
-      await runner.release();
-    }
   }
 
   /**

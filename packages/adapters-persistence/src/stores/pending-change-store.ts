@@ -3,7 +3,7 @@ import type { ApplyClaimRequest, ChangeStatus, DecisionRequest, DecisionResult, 
 import { PendingChangeEntity, type PendingChangeRow } from '../entities/governance.js';
 import { appendToLog } from '../transparency/log-in-transaction.js';
 import { insertAuditEvent } from './audit-event-store.js';
-import { execute, writeSerially } from './serial-writes.js';
+import { executeSerially } from './serial-writes.js';
 import type { Run } from './sqlite-writer.js';
 import { toPg } from './sql.js';
 import { storeTransaction } from './store-transaction.js';
@@ -151,7 +151,7 @@ export class TypeOrmPendingChangeStore implements PendingChangeStore {
   /** One conditional UPDATE with named parameters; returns the number of rows it changed. */
   private async update(sql: string, params: Record<string, string>): Promise<number> {
     const [query, values] = this.ds.driver.escapeQueryWithParameters(sql, params);
-    const result = await writeSerially(this.ds, () => execute(this.ds, query, values));
+    const result = await executeSerially(this.ds, query, values);
     return result.affected ?? 0;
   }
 }

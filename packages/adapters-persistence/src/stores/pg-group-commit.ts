@@ -76,6 +76,16 @@ export async function pgTransaction<T>(ds: DataSource, fn: (run: Run) => Promise
   }
 }
 
+/** One statement on its own on a pooled connection (autocommit), outside the group commit. */
+export async function pgStatement(ds: DataSource, sql: string, params: unknown[]): Promise<RunResult> {
+  const runner = ds.createQueryRunner();
+  try {
+    return toResult(await runner.query(sql, params, true));
+  } finally {
+    await runner.release();
+  }
+}
+
 /**
  * Group commit on PostgreSQL: the store transactions submitted while a batch is being written go
  * out together in the next one, on one connection, in ONE transaction: one COMMIT (one WAL flush),

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { PolicyDocument, PolicyRef, PolicyStore, PolicyVersion } from '@ets/domain';
 import { PolicyVersionEntity, type PolicyVersionRow } from '../entities/governance.js';
-import { execute, writeSerially } from './serial-writes.js';
+import { insertOrIgnore } from './serial-writes.js';
 
 const toVersion = (r: PolicyVersionRow): PolicyVersion => ({
   name: r.name,
@@ -26,23 +26,16 @@ export class TypeOrmPolicyStore implements PolicyStore {
   }
 
   async publish(v: PolicyVersion): Promise<PolicyVersion> {
-    const [sql, params] = this.ds
-      .createQueryBuilder()
-      .insert()
-      .into(PolicyVersionEntity)
-      .values({
-        name: v.name,
-        version: v.version,
-        content: JSON.stringify(v.content),
-        contentHash: v.contentHash,
-        changeId: v.changeId,
-        proposer: v.proposer,
-        approvedBy: v.approvedBy,
-        approvedAt: v.approvedAt,
-      })
-      .orIgnore()
-      .getQueryAndParameters();
-    await writeSerially(this.ds, () => execute(this.ds, sql, params));
+    await insertOrIgnore(this.ds, PolicyVersionEntity, {
+      name: v.name,
+      version: v.version,
+      content: JSON.stringify(v.content),
+      contentHash: v.contentHash,
+      changeId: v.changeId,
+      proposer: v.proposer,
+      approvedBy: v.approvedBy,
+      approvedAt: v.approvedAt,
+    });
     const stored = await this.find(v);
     if (!stored) throw new Error(`policy version ${v.name} ${v.version} was not stored`);
     return stored;

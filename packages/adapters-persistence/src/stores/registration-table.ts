@@ -1,6 +1,6 @@
 import type { DataSource, EntitySchema, ObjectLiteral } from 'typeorm';
 import type { Page, Registration, RegistrationStore } from '@ets/domain';
-import { execute, writeSerially } from './serial-writes.js';
+import { executeSerially, insertOrIgnore } from './serial-writes.js';
 
 /** The columns every registration table has beside its own (see migrations 0009 and 0014). */
 export interface RegistrationRow extends ObjectLiteral {
@@ -32,14 +32,7 @@ export class TypeOrmRegistrationStore<R extends Registration, Row extends Regist
   }
 
   async activate(r: R): Promise<boolean> {
-    const [sql, params] = this.ds
-      .createQueryBuilder()
-      .insert()
-      .into(this.entity)
-      .values({ ...this.map.toRow(r), revokedAt: null, revokeChangeId: null } as never)
-      .orIgnore()
-      .getQueryAndParameters();
-    await writeSerially(this.ds, () => execute(this.ds, sql, params));
+    await insertOrIgnore(this.ds, this.entity, { ...this.map.toRow(r), revokedAt: null, revokeChangeId: null } as never);
     return (await this.repo.countBy({ registrationId: r.registrationId } as never)) === 1;
   }
 
@@ -50,7 +43,7 @@ export class TypeOrmRegistrationStore<R extends Registration, Row extends Regist
       .set({ revokedAt, revokeChangeId } as never)
       .where('registration_id = :registrationId AND revoked_at IS NULL', { registrationId })
       .getQueryAndParameters();
-    await writeSerially(this.ds, () => execute(this.ds, sql, params));
+    await executeSerially(this.ds, sql, params);
   }
 
   async active(key: string): Promise<R | undefined> {

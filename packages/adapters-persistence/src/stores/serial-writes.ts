@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityTarget, ObjectLiteral, QueryDeepPartialEntity } from 'typeorm';
 import { withSqliteWriteLock } from './sqlite-writer.js';
 
 /**
@@ -6,16 +6,27 @@ import { withSqliteWriteLock } from './sqlite-writer.js';
  * one connection there, and a statement issued while another store's transaction is open would
  * join it, and vanish with it if it rolls back).
  */
-export function writeSerially<T>(ds: DataSource, fn: () => Promise<T>): Promise<T> {
+function writeSerially<T>(ds: DataSource, fn: () => Promise<T>): Promise<T> {
   return ds.options.type === 'postgres' ? fn() : withSqliteWriteLock(ds, fn);
 }
 
 /** A statement with its affected row count (InsertResult does not carry it on every driver). */
-export async function execute(ds: DataSource, sql: string, params: unknown[]): Promise<{ affected?: number }> {
+async function execute(ds: DataSource, sql: string, params: unknown[]): Promise<{ affected?: number }> {
   const runner = ds.createQueryRunner();
   try {
     return await runner.query(sql, params, true);
   } finally {
     await runner.release();
   }
+}
+
+/** One statement on its own, as one write (`writeSerially`), with its affected row count. */
+export function executeSerially(ds: DataSource, sql: string, params: unknown[]): Promise<{ affected?: number }> {
+  return writeSerially(ds, () => execute(ds, sql, params));
+}
+
+/** An insert of one row that skips it on any conflict with a stored row (`orIgnore`), as one write. */
+export async function insertOrIgnore<T extends ObjectLiteral>(ds: DataSource, entity: EntityTarget<T>, values: QueryDeepPartialEntity<T>): Promise<void> {
+  const [sql, params] = ds.createQueryBuilder().insert().into(entity).values(values).orIgnore().getQueryAndParameters();
+  await executeSerially(ds, sql, params);
 }

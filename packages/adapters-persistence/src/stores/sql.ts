@@ -13,6 +13,9 @@ export function inScope(scope: ReadScope, column: string): Condition | undefined
   return callerId === undefined ? undefined : [`${column} = ?`, callerId];
 }
 
+/** An optional filter: the condition with its value, or none when the value is undefined. */
+export const given = (sql: string, value: unknown): Condition | undefined => (value === undefined ? undefined : [sql, value]);
+
 /** The claim of the row's transaction (`business_transactions`) names the caller: `inScope(scope, claimedBy('receipts'))`. */
 export const claimedBy = (table: string): string =>
   `(SELECT b.caller_id FROM business_transactions b WHERE b.business_transaction_id = ${table}.business_transaction_id)`;

@@ -312,14 +312,3 @@ export const writerOf = (ds: DataSource): SqliteWriter => {
 export function withSqliteWriteLock<T>(ds: DataSource, fn: () => Promise<T>): Promise<T> {
   return writerOf(ds).exclusive(fn);
 }
-
-/** Admits one task at a time, in arrival order. */
-export class SerialQueue {
-  private tail: Promise<unknown> = Promise.resolve();
-
-  run<T>(fn: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(fn);
-    this.tail = result.then(ignore, ignore);
-    return result;
-  }
-}

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { pgGroupOf, pgTransaction, writeOne, type BulkWork, type LockRank } from './pg-group-commit.js';
-import { writerOf, type Run } from './sqlite-writer.js';
+import { pgGroupOf, pgStatement, pgTransaction, writeOne, type BulkWork, type LockRank } from './pg-group-commit.js';
+import { writerOf, type Run, type RunResult } from './sqlite-writer.js';
 
 export interface StoreTransactionOptions {
   /** PostgreSQL: where the job's locks stand in a batch's lock order (see LockRank). Default 'own-row'. */
@@ -48,4 +48,13 @@ export function storeTransaction<T>(ds: DataSource, fn: (run: Run) => Promise<T>
 export function storeBulk<I, R>(ds: DataSource, work: BulkWork<I, R>, item: I): Promise<R> {
   if (ds.options.type !== 'postgres') return writerOf(ds).transaction((run) => writeOne(work, run, item));
   return pgGroupOf(ds).bulk(work, item);
+}
+
+/**
+ * One statement on its own, in the database's own placeholders: on SQLite a job of the writer's
+ * group commit, on PostgreSQL autocommit on a pooled connection.
+ */
+export function storeStatement(ds: DataSource, sql: string, params: unknown[]): Promise<RunResult> {
+  if (ds.options.type !== 'postgres') return writerOf(ds).statement(sql, params);
+  return pgStatement(ds, sql, params);
 }

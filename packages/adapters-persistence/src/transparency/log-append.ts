@@ -1,7 +1,7 @@
 import { appendToCompactRange, fromHex, nodeRfc9162, toHex, type CompactRange } from '@ets/adapters-crypto';
 import type { TreeHead } from '@ets/domain';
 import type { Run } from '../stores/sqlite-writer.js';
-import { toPg } from '../stores/sql.js';
+import { placeholders, toPg } from '../stores/sql.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -36,7 +36,7 @@ const NODE_COLUMNS = 'transparency_log_nodes (level, node_index, hash)';
 /** Leaves per statement: 4 parameters each, plus about 2 nodes of 3, stays far below both databases' limits. */
 const CHUNK = 1000;
 
-const values = (rows: number, columns: number): string => Array.from({ length: rows }, () => `(${Array(columns).fill('?').join(', ')})`).join(', ');
+const values = (rows: number, columns: number): string => Array.from({ length: rows }, () => placeholders(columns)).join(', ');
 
 /** The right border as stored: the hex of each hash, concatenated, largest subtree first. */
 export const parseBorder = (text: string | null): Uint8Array[] => (text ? (text.match(/.{64}/g) ?? []).map((h) => fromHex(h)!) : []);
