@@ -5,20 +5,12 @@
  */
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
 /** Bytes of standard, padded base64 text, or undefined when the text is not exactly that. */
 export function decodeBase64Strict(text: unknown): Buffer | undefined {
   if (typeof text !== 'string' || text.length % 4 !== 0 || !BASE64.test(text)) return undefined;
   const bytes = Buffer.from(text, 'base64');
   return bytes.toString('base64') === text ? bytes : undefined;
-}
-
-/** Bytes of unpadded base64url text (JWK members), or undefined when the text is not that. */
-export function decodeBase64UrlStrict(text: unknown): Buffer | undefined {
-  if (typeof text !== 'string' || !BASE64URL.test(text)) return undefined;
-  const bytes = Buffer.from(text, 'base64url');
-  return bytes.toString('base64url') === text ? bytes : undefined;
 }
 
 export function encodeBase64(bytes: Uint8Array): string {

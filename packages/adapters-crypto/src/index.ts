@@ -54,4 +54,4 @@ export {
 } from './offline/index.js';
 export { KeyRingReleaseSigner, RELEASE_TOKEN_TYPE } from './release-signer.js';
 export * from './transparency/index.js';
-export { Ed25519SourceProofs, sourceKeyIdOf, sourceKeyOf, verifySourceProof, sourceProofStatement, SOURCE_KEY_ID_PREFIX } from './source-proofs.js';
+export { Ed25519SourceProofs, sourceKeyIdOf, verifySourceProof, sourceProofStatement, SOURCE_KEY_ID_PREFIX } from './source-proofs.js';

@@ -83,10 +83,6 @@ export class KeyRing implements KeyProvider {
   }
 
   /** Directory holding the key files (for operator messages). */
-  get directory(): string {
-    return this.#store.dir;
-  }
-
   get location(): string {
     return this.#store.dir;
   }

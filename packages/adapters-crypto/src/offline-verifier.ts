@@ -194,23 +194,8 @@ function jwksResolver(jwks: JwksLike, crypto: VerifyCrypto): Resolver {
   };
 }
 
-// Imported keys by their public bytes, per implementation, so repeated verifications with a
-// freshly parsed JWKS (CLI, public /verify routes) skip the import. Bounded: the JWKS may come
-// from anyone.
-const importCaches = new WeakMap<VerifyCrypto, Map<string, Verify>>();
-
-function cached(crypto: VerifyCrypto, cacheKey: string, make: () => Verify): Verify {
-  let cache = importCaches.get(crypto);
-  if (!cache) importCaches.set(crypto, (cache = new Map()));
-  let verify = cache.get(cacheKey);
-  if (!verify) {
-    verify = make();
-    if (cache.size >= 256) cache.clear();
-    cache.set(cacheKey, verify);
-  }
-  return verify;
-}
-
+// Not cached here: a VerifyCrypto keeps the verifier it made for each public key (perKey), for
+// every caller, so a freshly parsed JWKS (CLI, public /verify routes) skips the import anyway.
 function importEd25519(jwk: Record<string, unknown>, kid: string, crypto: VerifyCrypto): Resolved {
   const x = jwk.x;
   const bytes = fromBase64Url(x);
@@ -218,7 +203,7 @@ function importEd25519(jwk: Record<string, unknown>, kid: string, crypto: Verify
     return { problem: `published key ${kid} is malformed` };
   }
   try {
-    return { verify: cached(crypto, `Ed25519:${x}`, () => crypto.ed25519(bytes)) };
+    return { verify: crypto.ed25519(bytes) };
   } catch {
     return { problem: `published key ${kid} is malformed` };
   }
@@ -231,7 +216,7 @@ function importMlDsa65(jwk: Record<string, unknown>, kid: string, crypto: Verify
     return { problem: `published key ${kid} is malformed` };
   }
   try {
-    return { verify: cached(crypto, `ML-DSA-65:${pub}`, () => crypto.mlDsa65(bytes)) };
+    return { verify: crypto.mlDsa65(bytes) };
   } catch {
     return { problem: `published key ${kid} is malformed` };
   }

@@ -1,8 +1,7 @@
 /** The service's side of source proofs: key ids from registered PEM keys, and checks on Node's crypto. */
 import type { SourceProofVerifier } from '@ets/domain';
-import { createPublicKey, type KeyObject } from 'node:crypto';
 import { nodeVerifyCrypto } from './node-verify-crypto.js';
-import { SOURCE_KEY_ID_PREFIX, sourceKeyBytes, verifySourceProofWith } from './source-proof-check.js';
+import { SOURCE_KEY_ID_PREFIX, verifySourceProofWith } from './source-proof-check.js';
 import { parseEd25519PublicKeyPem } from './step-up.js';
 
 export { SOURCE_KEY_ID_PREFIX, sourceProofStatement } from './source-proof-check.js';
@@ -12,16 +11,6 @@ export function sourceKeyIdOf(publicKeyPem: string): string | undefined {
   const key = parseEd25519PublicKeyPem(publicKeyPem);
   const x = key?.export({ format: 'jwk' }).x;
   return typeof x === 'string' ? `${SOURCE_KEY_ID_PREFIX}${x}` : undefined;
-}
-
-/** The public key a source key id carries, or undefined when it is not one. */
-export function sourceKeyOf(keyId: unknown): KeyObject | undefined {
-  if (!sourceKeyBytes(keyId)) return undefined;
-  try {
-    return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: (keyId as string).slice(SOURCE_KEY_ID_PREFIX.length) }, format: 'jwk' });
-  } catch {
-    return undefined;
-  }
 }
 
 /** True when `proof` verifies with the key `keyId` over the canonical statement. Never throws. */

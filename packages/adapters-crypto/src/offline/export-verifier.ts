@@ -3,7 +3,7 @@ import { nodeVerifyCrypto } from '../node-verify-crypto.js';
 import { equalBytes, toHex } from '../transparency/bytes.js';
 import { checkSignedCheckpoint, type VerifiedCheckpoint } from '../transparency/log-proofs.js';
 import { jwksNoteVerifiers } from '../transparency/node-ed25519.js';
-import type { VerifyCrypto, VerifyFn } from '../verify-crypto.js';
+import type { VerifyCrypto } from '../verify-crypto.js';
 import { isObject } from './fields.js';
 import { unwrapServedRecord } from './unwrap.js';
 import { detectKind, verifyOfflineWith, type OfflineRecordKind } from './verify-offline.js';
@@ -289,23 +289,17 @@ export class ExportVerifier {
 }
 
 /**
- * Node's crypto, with one verifier per key and the answers for the last few signatures kept:
- * every line carries the same checkpoint, whose signature is then checked once, not once a line.
- * (The same key, message and signature always give the same answer.)
+ * Node's crypto (which keeps one verifier per key), with the answers for the last few signatures
+ * kept: every line carries the same checkpoint, whose signature is then checked once, not once a
+ * line. (The same key, message and signature always give the same answer.)
  */
 function exportCrypto(): VerifyCrypto {
-  const verifiers = new Map<string, VerifyFn>();
   const answers = new Map<string, { message: Uint8Array; ok: boolean }>();
   return {
     ...nodeVerifyCrypto,
     ed25519(publicKey) {
       const key = toHex(publicKey);
-      let verify = verifiers.get(key);
-      if (!verify) {
-        verify = nodeVerifyCrypto.ed25519(publicKey);
-        if (verifiers.size < 64) verifiers.set(key, verify);
-      }
-      const check = verify;
+      const check = nodeVerifyCrypto.ed25519(publicKey);
       return (message, signature) => {
         const id = `${key}:${toHex(signature)}`;
         const known = answers.get(id);
