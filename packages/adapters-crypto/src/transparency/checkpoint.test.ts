@@ -154,6 +154,19 @@ describe('signed notes: what is refused', () => {
     expect(() => openCheckpoint(note, [verifier])).toThrow(NoteError);
   });
 
+  it('refuses a checkpoint "signed" under a small-order key, whose signature (identity, 0) OpenSSL accepts for any message', () => {
+    const identity = new Uint8Array(32);
+    identity[0] = 1;
+    const forged = new Uint8Array(64);
+    forged[0] = 1;
+    const text = formatCheckpoint({ origin: 'ets.example/log', treeSize: 1, rootHash: new Uint8Array(32) });
+    const message = utf8(text);
+    expect(() => nodeEd25519Verify(identity, message, forged)).toThrow('a small-order Ed25519 key');
+    const jwks = { keys: [{ kty: 'OKP', crv: 'Ed25519', x: Buffer.from(identity).toString('base64url'), kid: 'weak' }] };
+    const note = formatSignedNote(text, [signatureLine('weak', ed25519NoteKeyId('weak', identity), forged)]);
+    expect(() => openCheckpoint(note, jwksNoteVerifiers(jwks))).toThrow(NoteError);
+  });
+
   it('refuses to make a note of a bad text or with no signature', () => {
     expect(() => formatSignedNote('no newline', ['— a AAAAAAA=\n'])).toThrow(NoteError);
     expect(() => formatSignedNote('ok\n', [])).toThrow(NoteError);
