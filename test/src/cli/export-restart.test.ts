@@ -10,6 +10,7 @@ import {
   postMany,
   publishPolicy,
   runCli,
+  serverStorageEnv,
   spawnServer,
   STORAGE_TARGETS,
   tempDirs,
@@ -57,7 +58,7 @@ describe.each(STORAGE_TARGETS)('ets export after restarts on $name: every leaf o
     db = await factory.provision();
     await onDatabase(db.target, publishPolicy);
     dir = tmp();
-    env = db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url, SVC_DATA_DIR: tmp() } : { SVC_DATA_DIR: path.dirname(db.target.file) };
+    env = serverStorageEnv(db.target, tmp);
 
     const first = await start();
     jwksFile = path.join(dir, 'jwks.json');

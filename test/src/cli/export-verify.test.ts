@@ -12,6 +12,7 @@ import {
   publishPolicy,
   refusedTransaction,
   runCli,
+  serverStorageEnv,
   spawnServer,
   STORAGE_TARGETS,
   tempDirs,
@@ -66,7 +67,7 @@ describe.each(STORAGE_TARGETS)('ets export and ets verify --all on $name', (fact
     db = await factory.provision();
     await onDatabase(db.target, publishPolicy);
     dir = tmp();
-    env = db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url, SVC_DATA_DIR: tmp() } : { SVC_DATA_DIR: path.dirname(db.target.file) };
+    env = serverStorageEnv(db.target, tmp);
     // A server process of its own: the load and the server share the machine's cores.
     server = await spawnServer({ ...env, ...apiKeysEnv(agent), RATE_LIMIT_EXECUTE_PER_MINUTE: '1000000' }, 60_000);
     jwksFile = path.join(dir, 'jwks.json');

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
-import path from 'node:path';
 import { createDataSource } from '@ets/adapters-persistence';
 import {
   apiKeysEnv,
@@ -9,6 +8,7 @@ import {
   makeKey,
   onDatabase,
   publishPolicy,
+  serverStorageEnv,
   spawnServer,
   STORAGE_TARGETS,
   tempDirs,
@@ -62,11 +62,9 @@ describe.each(STORAGE_TARGETS)('graceful shutdown under load on $name', (factory
 
   beforeAll(async () => {
     db = await factory.provision();
-    const dataDir = db.target.kind === 'sqlite' ? path.dirname(db.target.file) : tmp();
     await onDatabase(db.target, publishPolicy);
     env = {
-      SVC_DATA_DIR: dataDir,
-      ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}),
+      ...serverStorageEnv(db.target, tmp),
       SVC_SANDBOX: 'true',
       RATE_LIMIT_EXECUTE_PER_MINUTE: '1000000',
       // The graceful path, not the timeout's, however loaded the machine.
