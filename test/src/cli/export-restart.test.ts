@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createDataSource, migrate } from '@ets/adapters-persistence';
-import type { DataSource } from 'typeorm';
 import {
   apiKeysEnv,
   bearer,
+  checkpointCoversLog,
   makeKey,
+  onDatabase,
   postMany,
   publishPolicy,
   runCli,
+  serverStorageEnv,
   spawnServer,
   STORAGE_TARGETS,
   tempDirs,
@@ -31,7 +32,6 @@ type Line = { kind: string; record: unknown; transparency?: { leafIndex: number 
 
 describe.each(STORAGE_TARGETS)('ets export after restarts on $name: every leaf of the log, from leaf 0', (factory) => {
   let db: ProvisionedTarget;
-  let ds: DataSource;
   let env: Record<string, string>;
   let dir: string;
   let jwksFile: string;
@@ -48,17 +48,6 @@ describe.each(STORAGE_TARGETS)('ets export after restarts on $name: every leaf o
     servers.push(s);
     return s;
   };
-  /** Until the newest signed checkpoint covers every leaf written (the publisher signs at most once a second). */
-  const checkpointCoversLog = async () => {
-    for (let i = 0; ; i++) {
-      const [row] = (await ds.query(
-        'SELECT (SELECT tree_size FROM transparency_log_head WHERE id = 1) AS head, (SELECT MAX(tree_size) FROM transparency_log_checkpoints) AS checkpoint',
-      )) as { head: string | number; checkpoint: string | number | null }[];
-      if (row!.checkpoint !== null && Number(row!.checkpoint) === Number(row!.head)) return Number(row!.head);
-      if (i > 300) throw new Error(`no checkpoint covers the ${row!.head} leaves written`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
   const verifyAll = async (name: string, content: string[]) => {
     const file = path.join(dir, name);
     writeFileSync(file, content.join('\n') + '\n');
@@ -67,12 +56,9 @@ describe.each(STORAGE_TARGETS)('ets export after restarts on $name: every leaf o
 
   beforeAll(async () => {
     db = await factory.provision();
-    ds = createDataSource(db.target);
-    await ds.initialize();
-    await migrate(ds);
-    await publishPolicy(ds);
+    await onDatabase(db.target, publishPolicy);
     dir = tmp();
-    env = db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url, SVC_DATA_DIR: tmp() } : { SVC_DATA_DIR: path.dirname(db.target.file) };
+    env = serverStorageEnv(db.target, tmp);
 
     const first = await start();
     jwksFile = path.join(dir, 'jwks.json');
@@ -96,7 +82,7 @@ describe.each(STORAGE_TARGETS)('ets export after restarts on $name: every leaf o
 
     const third = await start();
     expect(new Set(await postMany(third.url, agent, 12, { concurrency: 4 }))).toEqual(new Set([200]));
-    await checkpointCoversLog();
+    await checkpointCoversLog(third.url);
     expect(await third.stop()).toBe(0);
 
     const exported = await runCli(['export'], env);
@@ -108,7 +94,6 @@ describe.each(STORAGE_TARGETS)('ets export after restarts on $name: every leaf o
   }, 240_000);
   afterAll(async () => {
     for (const s of servers) if (s.child.exitCode === null) await s.stop();
-    await ds?.destroy();
     await db?.drop();
   });
 

@@ -1,17 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createDataSource, migrate } from '@ets/adapters-persistence';
 import {
   apiKeysEnv,
   bearer,
   businessTransaction,
   checkpointCoversLog,
   makeKey,
+  onDatabase,
   postMany,
   publishPolicy,
   refusedTransaction,
   runCli,
+  serverStorageEnv,
   spawnServer,
   STORAGE_TARGETS,
   tempDirs,
@@ -64,13 +65,9 @@ describe.each(STORAGE_TARGETS)('ets export and ets verify --all on $name', (fact
 
   beforeAll(async () => {
     db = await factory.provision();
-    const ds = createDataSource(db.target);
-    await ds.initialize();
-    await migrate(ds);
-    await publishPolicy(ds);
-    await ds.destroy();
+    await onDatabase(db.target, publishPolicy);
     dir = tmp();
-    env = db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url, SVC_DATA_DIR: tmp() } : { SVC_DATA_DIR: path.dirname(db.target.file) };
+    env = serverStorageEnv(db.target, tmp);
     // A server process of its own: the load and the server share the machine's cores.
     server = await spawnServer({ ...env, ...apiKeysEnv(agent), RATE_LIMIT_EXECUTE_PER_MINUTE: '1000000' }, 60_000);
     jwksFile = path.join(dir, 'jwks.json');

@@ -1,26 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { verifyRecord } from '@ets/adapters-crypto';
 import { loadSettings, openKeyProvider } from '@ets/server';
-import { apiKeysEnv, bearer, createSoftHsmToken, makeKey, runCli, spawnServer, type SoftHsmToken } from '@ets/test-support';
+import { apiKeysEnv, bearer, createSoftHsmToken, makeKey, runCli, spawnServer, tempDirs, type SoftHsmToken } from '@ets/test-support';
 
 type Json = Record<string, unknown>;
 const ops = makeKey('ops', { holder: 'USER', capabilities: ['*'] });
-const dirs: string[] = [];
-const tmp = () => {
-  const d = mkdtempSync(path.join(os.tmpdir(), 'ets-providers-cli-'));
-  dirs.push(d);
-  return d;
-};
+const tmp = tempDirs('ets-providers-cli-');
 let token: SoftHsmToken;
 beforeAll(() => {
   token = createSoftHsmToken('cli');
 });
 afterAll(() => {
-  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
   token?.destroy();
 });
 

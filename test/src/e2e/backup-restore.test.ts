@@ -3,11 +3,11 @@ import { execFile } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createDataSource, migrate } from '@ets/adapters-persistence';
 import {
   apiKeysEnv,
   checkpointCoversLog,
   makeKey,
+  onDatabase,
   postgresTarget,
   postMany,
   publishPolicy,
@@ -111,11 +111,7 @@ describe.each(STORES)('backup of a live $factory.name store and restore', (store
     const original = await store.factory.provision();
     dbs.push(original);
     const dataDir = store.factory.name === 'sqlite' ? path.dirname((original.target as { file: string }).file) : tmp();
-    const ds = createDataSource(original.target);
-    await ds.initialize();
-    await migrate(ds);
-    await publishPolicy(ds);
-    await ds.destroy();
+    await onDatabase(original.target, publishPolicy);
     const common = { RATE_LIMIT_EXECUTE_PER_MINUTE: '1000000', ...apiKeysEnv(agent) };
     const env = { ...store.env(original, dataDir), ...common };
     const live = await spawnServer(env, 60_000);

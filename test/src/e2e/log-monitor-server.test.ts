@@ -4,13 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import type { DataSource } from 'typeorm';
-import { appendLeaves, createDataSource, migrate, storeTransaction, type LogEntry, type LoggedRecordKind } from '@ets/adapters-persistence';
+import { appendLeaves, createDataSource, storeTransaction, type LogEntry, type LoggedRecordKind } from '@ets/adapters-persistence';
 import {
   apiKeysEnv,
   bearer,
   businessTransaction,
+  checkpointCoversLog,
   logRows,
   makeKey,
+  onDatabase,
   publishPolicy,
   runCli,
   serveRefused,
@@ -60,15 +62,7 @@ describe.each(STORAGE_TARGETS)('ets log monitor against a server on $name', (fac
     }
   };
   /** Waits until the served checkpoint covers every leaf (a checkpoint follows within a second). */
-  const settled = async (): Promise<number> => {
-    for (let i = 0; i < 100; i++) {
-      const size = Number((await request(server!.url).get('/log/checkpoint')).text.split('\n')[1]);
-      const leaves = (await request(server!.url).get(`/log/leaves?start=${size}&count=1`)).body.leaves as string[];
-      if (leaves.length === 0) return size;
-      await sleep(100);
-    }
-    throw new Error('the checkpoint did not catch up with the tree');
-  };
+  const settled = () => checkpointCoversLog(server!.url, 10_000);
   const monitor = (state: string) => runCli(['log', 'monitor', '--state', state, server!.url], {});
   /** A state file of a monitor that has seen the log as it is now. */
   const watching = async (name: string): Promise<string> => {
@@ -107,10 +101,7 @@ describe.each(STORAGE_TARGETS)('ets log monitor against a server on $name', (fac
       rmSync(dataDir, { recursive: true, force: true });
     });
     env = { SVC_DATA_DIR: dataDir, SVC_LOG_ORIGIN: 'ets.test/log', ...apiKeysEnv(agent), ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}) };
-    await withDb(async (ds) => {
-      await migrate(ds);
-      await publishPolicy(ds);
-    });
+    await onDatabase(db.target, publishPolicy);
     await start();
     await execute(6);
     await execute(2, { signals: { amount: 1, country: 'KP' } });

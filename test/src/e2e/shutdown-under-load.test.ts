@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
-import path from 'node:path';
-import { createDataSource, migrate } from '@ets/adapters-persistence';
+import { createDataSource } from '@ets/adapters-persistence';
 import {
   apiKeysEnv,
   bearer,
   businessTransaction,
   makeKey,
+  onDatabase,
   publishPolicy,
+  serverStorageEnv,
   spawnServer,
   STORAGE_TARGETS,
   tempDirs,
@@ -61,15 +62,9 @@ describe.each(STORAGE_TARGETS)('graceful shutdown under load on $name', (factory
 
   beforeAll(async () => {
     db = await factory.provision();
-    const dataDir = db.target.kind === 'sqlite' ? path.dirname(db.target.file) : tmp();
-    const ds = createDataSource(db.target);
-    await ds.initialize();
-    await migrate(ds);
-    await publishPolicy(ds);
-    await ds.destroy();
+    await onDatabase(db.target, publishPolicy);
     env = {
-      SVC_DATA_DIR: dataDir,
-      ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}),
+      ...serverStorageEnv(db.target, tmp),
       SVC_SANDBOX: 'true',
       RATE_LIMIT_EXECUTE_PER_MINUTE: '1000000',
       // The graceful path, not the timeout's, however loaded the machine.

@@ -57,6 +57,15 @@ describe('two instances on one PostgreSQL and Redis, as scripts/two-instances.mj
       await client.end();
     }
   };
+  /** Each instance counts on its own until its Redis connection is in use: /ready says when. */
+  const redisInUse = async () => {
+    for (const url of two.urls) {
+      for (let tries = 0; (await request(url).get('/ready')).body.redis !== 'UP'; tries++) {
+        if (tries > 100) throw new Error(`${url} never used Redis`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  };
   /** What each instance's last start applied (its log's last "storage ready" line). */
   const appliedAtLastStart = (): string[][] =>
     two.logs.map((log) => {
@@ -81,13 +90,7 @@ describe('two instances on one PostgreSQL and Redis, as scripts/two-instances.mj
     await ds.initialize();
     await publishPolicy(ds);
     await ds.destroy();
-    // Each instance counts on its own until its Redis connection is in use: /ready says when.
-    for (const url of two.urls) {
-      for (let tries = 0; (await request(url).get('/ready')).body.redis !== 'UP'; tries++) {
-        if (tries > 100) throw new Error(`${url} never used Redis`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    await redisInUse();
   }, 90_000);
   afterAll(async () => {
     await two?.stop();
@@ -164,12 +167,7 @@ describe('two instances on one PostgreSQL and Redis, as scripts/two-instances.mj
     const limitedId = `agent-limit-${randomInt(1e9)}`;
     const limited = makeKey(limitedId, { holder: 'SERVICE', capabilities: ['*'], principals: [limitedId], tenants: ['t1'] });
     two = await startTwoInstances({ ...env, RATE_LIMIT_EXECUTE_PER_MINUTE: '20', ...apiKeysEnv(agent, alice, bob, carol, limited) }, dir);
-    for (const url of two.urls) {
-      for (let tries = 0; (await request(url).get('/ready')).body.redis !== 'UP'; tries++) {
-        if (tries > 100) throw new Error(`${url} never used Redis`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    await redisInUse();
     try {
       const statuses = await postMany(two.urls, limited, 30, { concurrency: 6, body: () => businessTransaction({}, limitedId) });
       expect(statuses.filter((s) => s === 200)).toHaveLength(20);

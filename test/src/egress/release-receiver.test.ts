@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { HttpsEgress } from '@ets/adapters-connectors';
 import { KeyRing, KeyRingReleaseSigner } from '@ets/adapters-crypto';
 import { releaseClaims, type ReleaseClaims } from '@ets/domain';
 import { ReleaseVerifier, startExampleReceiver, type ExampleReceiver } from '@ets/release-receiver';
-import { startTestNetwork, type TestNetwork } from '@ets/test-support';
+import { startTestNetwork, tempDirs, type TestNetwork } from '@ets/test-support';
+
+const tmp = tempDirs('ets-ring-');
 
 /**
  * The receiver library against releases signed by the service's own signer, delivered over real
@@ -15,7 +14,6 @@ import { startTestNetwork, type TestNetwork } from '@ets/test-support';
  */
 describe('release receiver: what an endpoint owner runs', () => {
   let network: TestNetwork;
-  const dirs: string[] = [];
   let signer: KeyRingReleaseSigner;
   let stranger: KeyRingReleaseSigner;
   let receiver: ExampleReceiver;
@@ -23,11 +21,7 @@ describe('release receiver: what an endpoint owner runs', () => {
   let egress: HttpsEgress;
   let jwks: { keys: unknown[] };
 
-  const openRing = async (mode: 'ed25519' | 'hybrid') => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'ets-ring-'));
-    dirs.push(dir);
-    return KeyRing.open({ dataDir: dir, mode });
-  };
+  const openRing = async (mode: 'ed25519' | 'hybrid') => KeyRing.open({ dataDir: tmp(), mode });
 
   beforeAll(async () => {
     network = await startTestNetwork();
@@ -47,7 +41,6 @@ describe('release receiver: what an endpoint owner runs', () => {
   afterAll(async () => {
     await receiver?.close();
     await network?.close();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
   const now = () => Math.floor(Date.now() / 1000);

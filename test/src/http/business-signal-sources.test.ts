@@ -14,6 +14,7 @@ import {
   businessCast,
   ed25519Key,
   governed,
+  jwksOf,
   publishPolicy,
   scriptedSource,
   sourceProof,
@@ -51,7 +52,7 @@ describe.each(STORAGE_TARGETS)('business signal sources on $name', (factory) => 
   beforeAll(async () => {
     network = await startTestNetwork();
     server = await startTestServer(factory, { ...apiKeysEnv(alice, bob, agent), ...network.env, SVC_SANDBOX: 'true', SVC_SOURCE_TIMEOUT_MS: '1000' });
-    jwks = (await request(server.url).get('/.well-known/jwks.json')).body;
+    jwks = await jwksOf(server.url);
   });
   afterAll(async () => {
     await server?.destroy();

@@ -7,6 +7,7 @@ import {
   apiKeysEnv,
   bearer,
   businessTransaction,
+  jwksOf,
   makeKey,
   publishPolicy,
   STORAGE_TARGETS,
@@ -47,7 +48,7 @@ describe.each(STORAGE_TARGETS)('reads and lists on $name', (factory) => {
   beforeAll(async () => {
     server = await startTestServer(factory, { ...apiKeysEnv(alpha, beta, ann), SVC_SANDBOX: 'true', RATE_LIMIT_EXECUTE_PER_MINUTE: '100000' });
     await publishPolicy(server.dataSource);
-    jwks = (await request(server.url).get('/.well-known/jwks.json')).body;
+    jwks = await jwksOf(server.url);
   });
   afterAll(async () => {
     await server?.destroy();

@@ -10,6 +10,7 @@ import {
   copyInstall,
   makeKey,
   REPO_ROOT,
+  serverStorageEnv,
   spawnServer,
   STORAGE_TARGETS,
   tempDirs,
@@ -77,7 +78,7 @@ describe.each(STORAGE_TARGETS)('a runtime that cannot be measured, on $name', (f
   });
 
   const start = async (profile: string) => {
-    const storage = db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url, SVC_DATA_DIR: tmp() } : { SVC_DATA_DIR: path.dirname(db.target.file) };
+    const storage = serverStorageEnv(db.target, tmp);
     const s = await spawnServer({ ...storage, ...apiKeysEnv(agent), SVC_PROFILE: profile, CWD: install }, 60_000, cliOf(install));
     servers.push(s);
     return s;

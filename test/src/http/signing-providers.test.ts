@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { verifyRecord } from '@ets/adapters-crypto';
-import { createDataSource, migrate } from '@ets/adapters-persistence';
 import { silentLogger } from '@ets/domain';
 import { loadSettings, startServer, type RunningServer } from '@ets/server';
 import {
@@ -14,6 +13,7 @@ import {
   createSoftHsmToken,
   logMatchingRecords,
   makeKey,
+  onDatabase,
   openCheckpointNote,
   publishPolicy,
   runCli,
@@ -39,11 +39,7 @@ describe.each(STORAGE_TARGETS)('signing key providers swapped on one $name datab
   beforeAll(async () => {
     db = await factory.provision();
     dataDir = db.target.kind === 'sqlite' ? path.dirname(db.target.file) : mkdtempSync(path.join(os.tmpdir(), 'ets-data-'));
-    const ds = createDataSource(db.target);
-    await ds.initialize();
-    await migrate(ds);
-    await publishPolicy(ds);
-    await ds.destroy();
+    await onDatabase(db.target, publishPolicy);
     token = createSoftHsmToken('swap');
   });
   afterAll(async () => {

@@ -18,6 +18,7 @@ import {
   businessTransaction,
   consistencyHolds,
   inclusionHolds,
+  jwksOf,
   leafOf,
   logMatchingRecords,
   makeKey,
@@ -73,7 +74,7 @@ describe.each(STORAGE_TARGETS)('the transparency log of a server on $name', (fac
   beforeAll(async () => {
     server = await startTestServer(factory, { ...apiKeysEnv(agent, human, other), SVC_LOG_ORIGIN: 'ets.test/log' });
     await publishPolicy(server.dataSource);
-    jwks = (await request(server.url).get('/.well-known/jwks.json')).body;
+    jwks = await jwksOf(server.url);
   });
   afterAll(async () => {
     await server?.destroy();

@@ -1,7 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import {
   EnvKeyProvider,
   KeyRing,
@@ -16,7 +13,7 @@ import {
   type SigningMode,
 } from '@ets/adapters-crypto';
 import type { PublishedKeyStore } from '@ets/domain';
-import { createSoftHsmToken, memoryPublishedKeyStore, type SoftHsmToken } from '@ets/test-support';
+import { createSoftHsmToken, memoryPublishedKeyStore, tempDirs, type SoftHsmToken } from '@ets/test-support';
 
 /**
  * The signing contract: whatever provider holds the keys, records are signed the same way, verify
@@ -31,17 +28,14 @@ interface ProviderFixture {
   install(outcome: RotationOutcome): void;
 }
 
-const dirs: string[] = [];
+const tmp = tempDirs('ets-provider-');
 let token: SoftHsmToken;
 
 const disk = (): ProviderFixture => {
   // One data dir per mode: hybrid refuses a data dir whose Ed25519 keys have no ML-DSA-65 partner.
   const dataDirs = new Map<SigningMode, string>();
   const dataDir = (mode: SigningMode) => {
-    if (!dataDirs.has(mode)) {
-      dataDirs.set(mode, mkdtempSync(path.join(os.tmpdir(), 'ets-provider-')));
-      dirs.push(dataDirs.get(mode)!);
-    }
+    if (!dataDirs.has(mode)) dataDirs.set(mode, tmp());
     return dataDirs.get(mode)!;
   };
   return { name: 'disk', open: (mode = 'ed25519') => KeyRing.open({ dataDir: dataDir(mode), mode }), install: () => undefined };
@@ -74,7 +68,6 @@ beforeAll(() => {
 });
 afterAll(() => {
   token?.destroy();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 describe.each([

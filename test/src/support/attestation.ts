@@ -1,12 +1,7 @@
-import { createHash } from 'node:crypto';
 import request from 'supertest';
-import { canonicalize } from '@ets/adapters-crypto';
 import { toOpenApiPath, buildOpenApiDocument, type HttpApp, type OpenApiProfile } from '@ets/adapters-http';
 import type { PolicyDocument } from '@ets/domain';
 import type { DataSource } from 'typeorm';
-
-/** H(C(x)): lower-case hex SHA-256 of the RFC 8785 canonical JSON. */
-export const contentHash = (v: unknown): string => createHash('sha256').update(canonicalize(v)).digest('hex');
 
 /** Profile A's strict policy: no default, so an amount of 0 or less matches no rule; a rule reads `amount` unguarded. */
 export const STRICT_POLICY: PolicyDocument = {

@@ -88,6 +88,14 @@ export async function twoConnections(factory: TargetFactory): Promise<{ sources:
 }
 
 /**
+ * The storage settings of a server process (`spawnServer`) on the target: an SQLite file's folder
+ * is its data dir; with PostgreSQL, its URL and a fresh data dir from `tmp` (a `tempDirs` maker).
+ */
+export function serverStorageEnv(target: StorageTarget, tmp: () => string): Record<string, string> {
+  return target.kind === 'postgres' ? { SVC_DATABASE_URL: target.url, SVC_DATA_DIR: tmp() } : { SVC_DATA_DIR: path.dirname(target.file) };
+}
+
+/**
  * Runs `fn` on the target's database, migrated, from outside any server (a server process may be
  * running on it), and closes it again: `onDatabase(db.target, publishPolicy)` prepares a database
  * for the servers a test spawns.

@@ -18,23 +18,24 @@ export const EXEC_POLICY: PolicyDocument = {
   default: { action: 'reject', reason: 'No rule matched' },
 };
 
-export const contentHashOf = (doc: unknown): string => createHash('sha256').update(canonicalize(doc)).digest('hex');
+/** H(C(x)): lower-case hex SHA-256 of the RFC 8785 canonical JSON. */
+export const contentHash = (v: unknown): string => createHash('sha256').update(canonicalize(v)).digest('hex');
 
 /**
  * Publishes a policy version directly in the store, as an approved change would: tests of the
  * pipeline need a policy in effect without walking the maker-checker flow each time.
  */
 export async function publishPolicy(ds: DataSource, doc: PolicyDocument = EXEC_POLICY): Promise<string> {
-  const contentHash = contentHashOf(doc);
+  const hash = contentHash(doc);
   await new TypeOrmPolicyStore(ds).publish({
     name: doc.name,
     version: doc.policyVersion,
     content: doc,
-    contentHash,
+    contentHash: hash,
     changeId: '00000000-0000-4000-8000-000000000000',
     proposer: 'test-maker',
     approvedBy: 'test-checker',
     approvedAt: new Date().toISOString(),
   });
-  return contentHash;
+  return hash;
 }
