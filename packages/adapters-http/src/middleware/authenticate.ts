@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError, type AuthenticationAudit, type Caller, type CallerDirectory, type PendingAuthEvent } from '@ets/domain';
 import { AUTHENTICATION_REQUIRED } from '../http-errors.js';
+import { headerCount } from './raw-headers.js';
 
 // The scheme name is case-insensitive (RFC 9110 11.1); the key is one token of visible ASCII.
 export const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/i;
@@ -98,9 +99,7 @@ export function bearerAuthentication(options: AuthenticationOptions): { identify
  * one presents no key at all.
  */
 export function presentedKey(req: Request): string | undefined {
-  let headers = 0;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'authorization') headers++;
-  if (headers !== 1) return undefined;
+  if (headerCount(req, 'authorization') !== 1) return undefined;
   return BEARER.exec(req.headers.authorization ?? '')?.[1];
 }
 
