@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import type { RouteModule } from '../route-table.js';
 import { renderGuide } from './guide-page.js';
 import { loadReferenceAssets, REFERENCE_PAGE } from './reference-page.js';
+import { TOP_NAV } from './top-nav.js';
 import { buildOpenApiDocument, openApiYaml, type OpenApiDocument, type OpenApiProfile } from '../openapi-document.js';
 
 const GUIDE_DIR = new URL('../../assets/guide/', import.meta.url);
@@ -56,7 +57,7 @@ export function htmlPage(title: string, bodyHtml: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title><link rel="icon" href="data:,"><style>${PAGE_STYLE}</style></head>
-<body><nav class="top"><a href="/documentation">Operator guide</a><a href="/reference">API reference</a><a href="/openapi.yaml">openapi.yaml</a></nav>
+<body>${TOP_NAV}
 <main>${bodyHtml}</main></body></html>`;
 }
 
