@@ -41,10 +41,6 @@ h1,h2,h3{line-height:1.25}h2{border-bottom:1px solid #d0d7de;padding-bottom:4px;
 code,pre{font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#eef1f4;border-radius:4px}
 code{padding:1px 4px}pre{padding:12px;overflow:auto}pre code{padding:0;background:none}
 table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
-.op{border:1px solid #d0d7de;border-radius:6px;margin:14px 0;padding:10px 14px;background:#fff}
-.m{display:inline-block;min-width:56px;font-weight:700;font-family:ui-monospace,monospace}
-.m.get{color:#0a6e31}.m.post{color:#9a4b00}.auth{font-size:12px;border-radius:10px;padding:1px 8px;margin-left:8px;background:#eef1f4}
-.auth.key{background:#fff1c2}
 h1 .anchor,h2 .anchor,h3 .anchor,h4 .anchor{visibility:hidden;text-decoration:none;color:#8c959f;font-weight:400}
 h1:hover .anchor,h2:hover .anchor,h3:hover .anchor,h4:hover .anchor{visibility:visible}
 nav.toc{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:4px 20px 12px;margin:20px 0}
