@@ -16,6 +16,17 @@ export interface FailedAuthenticationLimit {
   countFailure(req: Request, res: Response): Promise<DomainError | undefined>;
 }
 
+/**
+ * A route's authentication in steps (createHttpApp mounts them): `identify` sets
+ * `res.locals.caller` or refuses; `audit` records the success; `prepareAudit`, where there is one,
+ * signs it for the route's handler to store instead (RouteOptions.auditInPipeline).
+ */
+export interface Authentication {
+  identify: RequestHandler;
+  audit: RequestHandler;
+  prepareAudit?: RequestHandler;
+}
+
 export interface AuthenticationOptions {
   directory: CallerDirectory;
   /** `prepare` (sign now, store later) serves the routes whose handler stores the event (auditInPipeline). */
@@ -78,7 +89,7 @@ export const pendingAuditOf = (res: Response): PendingAuthEvent | undefined => r
  * (a failure is counted, audited and answered at once); `audit` records the success. A request the
  * per-caller limiter refuses is therefore never signed or stored (spec 7: nothing is signed).
  */
-export function bearerAuthentication(options: AuthenticationOptions): { identify: RequestHandler; audit: RequestHandler; prepareAudit?: RequestHandler } {
+export function bearerAuthentication(options: AuthenticationOptions): Authentication {
   const { prepare } = options.audit;
   return {
     ...(prepare ? { prepareAudit: prepareAuditSuccess({ prepare: prepare.bind(options.audit) }) } : {}),
@@ -112,7 +123,7 @@ export const AUTH_DISABLED_CALLER: Caller & { authDisabled: true } = {
   authDisabled: true,
 };
 
-export function noAuthentication(): { identify: RequestHandler; audit: RequestHandler } {
+export function noAuthentication(): Authentication {
   return {
     identify: (_req, res, next) => {
       res.locals.caller = AUTH_DISABLED_CALLER;
