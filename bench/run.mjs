@@ -360,31 +360,26 @@ async function inProcessFigures() {
 
 // --- the runs -----------------------------------------------------------------------------------------
 
-async function bareExpress() {
+/** A reference server of ours (bench/<script> ARGS) under the approve scenario, after a 2 s warm-up; its requests per second. */
+async function referenceRun(script, args, label, title) {
   const port = await freePort();
-  const { child } = await spawnServing([path.join(ROOT, 'bench/bare-express.mjs')], { env: { ...env, PORT: String(port) } });
+  const { child } = await spawnServing([path.join(ROOT, 'bench', script), ...args], { env: { ...env, PORT: String(port) } });
   try {
     const url = `http://127.0.0.1:${port}`;
-    await load(url, { ...SCENARIO.approve, expect: 200 }, 2, child.pid);
-    report('http', 'bare Express route (JSON body in, JSON out)', await load(url, { ...SCENARIO.approve, expect: 200 }, SECONDS, child.pid));
+    await load(url, SCENARIO.approve, 2, child.pid);
+    const r = await load(url, SCENARIO.approve, SECONDS, child.pid);
+    report(label, title, r);
+    return r.rps;
   } finally {
     await stop(child);
   }
 }
 
-async function ceiling(store) {
-  const port = await freePort();
+const bareExpress = () => referenceRun('bare-express.mjs', [], 'http', 'bare Express route (JSON body in, JSON out)');
+
+function ceiling(store) {
   const where = store.kind === 'sqlite' ? path.join(store.dataDir, 'ceiling.sqlite') : store.url;
-  const { child } = await spawnServing([path.join(ROOT, 'bench/ceiling.mjs'), store.kind, where], { env: { ...env, PORT: String(port) } });
-  try {
-    const url = `http://127.0.0.1:${port}`;
-    await load(url, SCENARIO.approve, 2, child.pid);
-    const r = await load(url, SCENARIO.approve, SECONDS, child.pid);
-    report(store.kind, 'ceiling: 4 Ed25519 signatures + 1 durable group commit', r);
-    return r.rps;
-  } finally {
-    await stop(child);
-  }
+  return referenceRun('ceiling.mjs', [store.kind, where], store.kind, 'ceiling: 4 Ed25519 signatures + 1 durable group commit');
 }
 
 async function withPeers(serviceUrl, fn) {

@@ -59,11 +59,6 @@ export function initSoftHsmToken(conf, { label = 'ets-test', pin = '246810', soP
   return { module, conf, label, pin };
 }
 
-/** Removes the token labelled LABEL from the token directory of CONF. */
-export function deleteSoftHsmToken(conf, label) {
-  execFileSync('softhsm2-util', ['--delete-token', '--token', label], { env: { ...process.env, SOFTHSM2_CONF: conf }, stdio: 'ignore' });
-}
-
 function hasUtil() {
   try {
     execFileSync('softhsm2-util', ['--version'], { stdio: 'ignore' });

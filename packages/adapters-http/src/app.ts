@@ -1,5 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { DomainError, type Logger } from '@ets/domain';
+import type { Authentication } from './middleware/authenticate.js';
 import { errorHandler } from './middleware/error-handler.js';
 import { jsonBody } from './middleware/json-body.js';
 import { requestContext } from './middleware/request-context.js';
@@ -18,9 +19,9 @@ export interface HttpAppOptions {
    * per-caller rate limit, on every route but those declared `audit: false`. A single handler
    * stands for `identify` with nothing to audit.
    */
-  authenticate: RequestHandler | { identify: RequestHandler; audit: RequestHandler; prepareAudit?: RequestHandler };
+  authenticate: RequestHandler | Authentication;
   /** Authentication of `auth: 'simple-key'` routes (the attestation-simple profile, spec 5.5). */
-  simpleKeyAuthentication?: { identify: RequestHandler; audit: RequestHandler };
+  simpleKeyAuthentication?: Authentication;
   /** Rate limiters by name; a route names the one it needs (spec 8). */
   limiters: Partial<Record<LimiterName, RequestHandler>>;
   /** Runs after authentication, for limiters keyed by caller (the execute limiter). */
@@ -80,7 +81,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const table = new RouteTable();
   for (const mod of options.modules) mod(table);
   const body = jsonBody(options.bodyLimitBytes);
-  const auth: { identify: RequestHandler; audit?: RequestHandler; prepareAudit?: RequestHandler } =
+  const auth: Pick<Authentication, 'identify'> & Partial<Authentication> =
     typeof options.authenticate === 'function' ? { identify: options.authenticate } : options.authenticate;
   const recordReads = options.recordReads ?? new ReadGate();
 
@@ -96,7 +97,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       const byCaller = route.limiter && options.callerLimiters?.[route.limiter];
       if (byCaller) chain.push(byCaller);
       if (route.audit !== false) {
-        const audit = (route.auditInPipeline && 'prepareAudit' in a && a.prepareAudit) || a.audit;
+        const audit = (route.auditInPipeline && a.prepareAudit) || a.audit;
         if (audit) chain.push(audit);
       }
     }

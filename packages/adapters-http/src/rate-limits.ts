@@ -1,4 +1,4 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type ClientRateLimitInfo, type Options as LimiterOptions, type Store } from 'express-rate-limit';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import { createClient } from 'redis';
@@ -70,17 +70,16 @@ export interface RateLimiters {
 
 export const LIMITER_STORE_NAMES = ['health', 'public', 'execute', 'auth-failure'] as const;
 export type LimiterStoreName = (typeof LIMITER_STORE_NAMES)[number];
-type StoreName = LimiterStoreName;
 
 export function createRateLimiters(options: RateLimitOptions): RateLimiters {
   const now = options.now ?? Date.now;
   const logger = options.logger ?? silentLogger;
   const shared = options.store && options.store !== 'memory' ? new SharedRedis(options.store, logger) : undefined;
-  const storeFor = (name: StoreName): Store => {
+  const storeFor = (name: LimiterStoreName): Store => {
     const local = new WindowMemoryStore(now);
     return shared ? shared.store(name, local) : local;
   };
-  const refusalOf = (name: StoreName): Refusal => {
+  const refusalOf = (name: LimiterStoreName): Refusal => {
     const refuse = rateLimited(now);
     return (res, resetTime) => {
       options.onRefusal?.(name);
@@ -89,7 +88,7 @@ export function createRateLimiters(options: RateLimitOptions): RateLimiters {
   };
   const libraryLogger = { warn: (e: unknown, m?: string) => logger.warn({ err: describe(e) }, m), error: (e: unknown, m?: string) => logger.warn({ err: describe(e) }, m) };
 
-  const limiter = (name: StoreName, limit: number, keyGenerator: (req: Request, res: Response) => string): RequestHandler => {
+  const limiter = (name: LimiterStoreName, limit: number, keyGenerator: (req: Request, res: Response) => string): RequestHandler => {
     const refusal = refusalOf(name);
     return rateLimit({
       windowMs: RATE_LIMIT_WINDOW_MS,
@@ -269,7 +268,7 @@ class SharedRedis {
     this.client.connect().catch((e: unknown) => this.failed(e));
   }
 
-  store(name: StoreName, local: Store): Store {
+  store(name: LimiterStoreName, local: Store): Store {
     const prefix = `${this.options.prefix ?? DEFAULT_REDIS_PREFIX}${name}:`;
     const redisStore = new RedisStore({
       prefix,

@@ -17,10 +17,8 @@ export interface ReadGateLimits {
  */
 export const RECORD_READ_LIMITS: ReadGateLimits = { concurrent: 4, perCaller: 2 };
 
-interface Waiter {
-  callerId: string;
-  start: () => void;
-}
+/** Lets a waiting request in. */
+type Waiter = () => void;
 
 /**
  * A fair admission gate: `limits.concurrent` holders at once, at most `limits.perCaller` of one
@@ -61,15 +59,12 @@ export class ReadGate {
       else this.activeBy.set(callerId, n);
       this.admit();
     };
-    const waiter: Waiter = {
-      callerId,
-      start: () => {
-        state = 'started';
-        this.active++;
-        this.activeBy.set(callerId, (this.activeBy.get(callerId) ?? 0) + 1);
-        this.lastServed.set(callerId, ++this.served);
-        start(leave);
-      },
+    const waiter: Waiter = () => {
+      state = 'started';
+      this.active++;
+      this.activeBy.set(callerId, (this.activeBy.get(callerId) ?? 0) + 1);
+      this.lastServed.set(callerId, ++this.served);
+      start(leave);
     };
     const queue = this.waiting.get(callerId);
     if (queue) queue.push(waiter);
@@ -91,7 +86,7 @@ export class ReadGate {
       const queue = this.waiting.get(callerId)!;
       const next = queue.shift()!;
       if (queue.length === 0) this.waiting.delete(callerId);
-      next.start();
+      next();
     }
   }
 

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError, type AuthenticationAudit, type Caller, type CallerDirectory, type PendingAuthEvent } from '@ets/domain';
 import { AUTHENTICATION_REQUIRED } from '../http-errors.js';
+import { headerCount } from './raw-headers.js';
 
 // The scheme name is case-insensitive (RFC 9110 11.1); the key is one token of visible ASCII.
 export const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/i;
@@ -13,6 +14,17 @@ export interface FailedAuthenticationLimit {
    * `Retry-After` and returns the 429 error to answer; otherwise undefined (answer 401).
    */
   countFailure(req: Request, res: Response): Promise<DomainError | undefined>;
+}
+
+/**
+ * A route's authentication in steps (createHttpApp mounts them): `identify` sets
+ * `res.locals.caller` or refuses; `audit` records the success; `prepareAudit`, where there is one,
+ * signs it for the route's handler to store instead (RouteOptions.auditInPipeline).
+ */
+export interface Authentication {
+  identify: RequestHandler;
+  audit: RequestHandler;
+  prepareAudit?: RequestHandler;
 }
 
 export interface AuthenticationOptions {
@@ -77,7 +89,7 @@ export const pendingAuditOf = (res: Response): PendingAuthEvent | undefined => r
  * (a failure is counted, audited and answered at once); `audit` records the success. A request the
  * per-caller limiter refuses is therefore never signed or stored (spec 7: nothing is signed).
  */
-export function bearerAuthentication(options: AuthenticationOptions): { identify: RequestHandler; audit: RequestHandler; prepareAudit?: RequestHandler } {
+export function bearerAuthentication(options: AuthenticationOptions): Authentication {
   const { prepare } = options.audit;
   return {
     ...(prepare ? { prepareAudit: prepareAuditSuccess({ prepare: prepare.bind(options.audit) }) } : {}),
@@ -98,9 +110,7 @@ export function bearerAuthentication(options: AuthenticationOptions): { identify
  * one presents no key at all.
  */
 export function presentedKey(req: Request): string | undefined {
-  let headers = 0;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'authorization') headers++;
-  if (headers !== 1) return undefined;
+  if (headerCount(req, 'authorization') !== 1) return undefined;
   return BEARER.exec(req.headers.authorization ?? '')?.[1];
 }
 
@@ -113,7 +123,7 @@ export const AUTH_DISABLED_CALLER: Caller & { authDisabled: true } = {
   authDisabled: true,
 };
 
-export function noAuthentication(): { identify: RequestHandler; audit: RequestHandler } {
+export function noAuthentication(): Authentication {
   return {
     identify: (_req, res, next) => {
       res.locals.caller = AUTH_DISABLED_CALLER;

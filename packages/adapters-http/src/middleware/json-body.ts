@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { parse as parseContentType } from 'content-type';
 import { DomainError } from '@ets/domain';
 import { DuplicateKeyError, JsonSyntaxError, parseStrictJson, UnrepresentableJsonError } from '../json/strict-json.js';
+import { headerCount } from './raw-headers.js';
 
 /** The content codings a body may arrive in (CONTRACT "Requests, reads and lists"). */
 export const ACCEPTED_CONTENT_CODINGS = ['identity', 'gzip', 'deflate', 'br'] as const;
@@ -59,21 +60,12 @@ export function jsonBody(limitBytes: number) {
 const carriesBody = (req: Request): boolean =>
   req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
 
-/**
- * Node keeps only the first of several `Content-Type` headers in `req.headers`; how the body is
- * read must not depend on that (a proxy may keep the last), so more than one is refused, as two
- * `Authorization` headers are (presentedKey).
- */
-function contentTypeHeaders(req: Request): number {
-  let headers = 0;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'content-type') headers++;
-  return headers;
-}
-
 function contentTypeProblem(req: Request): DomainError | undefined {
   const header = req.headers['content-type'];
   if (header === undefined) return carriesBody(req) ? unsupportedMediaType() : undefined;
-  if (contentTypeHeaders(req) > 1) return unsupportedMediaType();
+  // How the body is read must not depend on which of several Content-Type headers is kept: more
+  // than one is refused, as two `Authorization` headers are (presentedKey).
+  if (headerCount(req, 'content-type') > 1) return unsupportedMediaType();
   let type: string;
   let parameters: Record<string, string>;
   try {

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import type { AuthenticationAudit, Caller } from '@ets/domain';
-import { auditSuccess, presentedKey, refuseAuthentication, type AuthenticationOptions } from './authenticate.js';
+import { auditSuccess, presentedKey, refuseAuthentication, type Authentication, type AuthenticationOptions } from './authenticate.js';
 
 /**
  * The one caller of the `attestation-simple` profile: whoever holds SVC_API_KEY, or anyone when it
@@ -27,7 +27,7 @@ export function simpleKeyAuthentication(options: {
   audit: Pick<AuthenticationAudit, 'record'>;
   onFailure?: AuthenticationOptions['onFailure'];
   failureLimit?: AuthenticationOptions['failureLimit'];
-}): { identify: RequestHandler; audit: RequestHandler } {
+}): Authentication {
   if (options.key === undefined) {
     return {
       identify: (_req, res, next) => {

@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import type { RouteModule } from '../route-table.js';
 import { renderGuide } from './guide-page.js';
 import { loadReferenceAssets, REFERENCE_PAGE } from './reference-page.js';
+import { TOP_NAV } from './top-nav.js';
 import { buildOpenApiDocument, openApiYaml, type OpenApiDocument, type OpenApiProfile } from '../openapi-document.js';
 
 const GUIDE_DIR = new URL('../../assets/guide/', import.meta.url);
@@ -40,10 +41,6 @@ h1,h2,h3{line-height:1.25}h2{border-bottom:1px solid #d0d7de;padding-bottom:4px;
 code,pre{font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#eef1f4;border-radius:4px}
 code{padding:1px 4px}pre{padding:12px;overflow:auto}pre code{padding:0;background:none}
 table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
-.op{border:1px solid #d0d7de;border-radius:6px;margin:14px 0;padding:10px 14px;background:#fff}
-.m{display:inline-block;min-width:56px;font-weight:700;font-family:ui-monospace,monospace}
-.m.get{color:#0a6e31}.m.post{color:#9a4b00}.auth{font-size:12px;border-radius:10px;padding:1px 8px;margin-left:8px;background:#eef1f4}
-.auth.key{background:#fff1c2}
 h1 .anchor,h2 .anchor,h3 .anchor,h4 .anchor{visibility:hidden;text-decoration:none;color:#8c959f;font-weight:400}
 h1:hover .anchor,h2:hover .anchor,h3:hover .anchor,h4:hover .anchor{visibility:visible}
 nav.toc{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:4px 20px 12px;margin:20px 0}
@@ -56,7 +53,7 @@ export function htmlPage(title: string, bodyHtml: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title><link rel="icon" href="data:,"><style>${PAGE_STYLE}</style></head>
-<body><nav class="top"><a href="/documentation">Operator guide</a><a href="/reference">API reference</a><a href="/openapi.yaml">openapi.yaml</a></nav>
+<body>${TOP_NAV}
 <main>${bodyHtml}</main></body></html>`;
 }
 

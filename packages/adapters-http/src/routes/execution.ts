@@ -10,12 +10,13 @@ import {
   type SignatureVerifier,
   type StoredIntent,
 } from '@ets/domain';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import { callerOf, pendingAuditOf } from '../middleware/authenticate.js';
 import { readScope } from '../middleware/read-scope.js';
 import type { RouteModule } from '../route-table.js';
 import { jsonWithTexts, sendJsonText, streamTextPage } from './json-text.js';
 import { readPaging } from './paging.js';
+import { idParam } from './id-param.js';
 
 export interface ExecutionRoutesDeps {
   service: ExecutionService;
@@ -26,7 +27,6 @@ export interface ExecutionRoutesDeps {
   clock: { now(): Date };
 }
 
-const idParam = (req: Request): string => String(req.params.id).toLowerCase();
 const isRecord = (v: unknown, recordType: string): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v) && (v as Record<string, unknown>).recordType === recordType && typeof (v as Record<string, unknown>).signature === 'string';
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TOP_NAV } from './top-nav.js';
 
 /**
  * The interactive API reference: Swagger UI from the `swagger-ui-dist` package, served by the
@@ -34,7 +35,7 @@ export const REFERENCE_PAGE = `<!doctype html>
 <title>Execution Trust Service: API reference</title><link rel="icon" href="data:,">
 <link rel="stylesheet" href="/reference/assets/swagger-ui.css"><link rel="stylesheet" href="/reference/assets/reference.css">
 </head><body>
-<nav class="top"><a href="/documentation">Operator guide</a><a href="/reference">API reference</a><a href="/openapi.yaml">openapi.yaml</a></nav>
+${TOP_NAV}
 <div id="swagger-ui"></div>
 <noscript><p style="padding:0 32px">The interactive reference needs JavaScript. The document itself is <a href="/openapi.yaml">/openapi.yaml</a>.</p></noscript>
 <script src="/reference/assets/swagger-ui-bundle.js"></script>

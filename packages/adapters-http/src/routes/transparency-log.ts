@@ -2,6 +2,7 @@ import { DomainError, invalid, logLeafOf, type ExecutionStore, type Hasher, type
 import type { Request } from 'express';
 import { readScope } from '../middleware/read-scope.js';
 import type { RouteModule } from '../route-table.js';
+import { idParam } from './id-param.js';
 import { jsonWithTexts, sendJsonText } from './json-text.js';
 
 export interface TransparencyLogRoutesDeps {
@@ -73,7 +74,7 @@ export const transparencyLogRoutes = (deps: TransparencyLogRoutesDeps): RouteMod
   // A whole record is read and hashed, and sent back from its stored text (read-gate.ts).
   t.get('/trust-records/:id/proof', { auth: 'key', heavyRead: true }, async (req, res) => {
     // CONTRACT "Who reads what": through the caller's read scope, like every read of a record.
-    const text = await deps.records.getTrustRecordText(String(req.params.id).toLowerCase(), readScope(res));
+    const text = await deps.records.getTrustRecordText(idParam(req), readScope(res));
     if (text === undefined) throw new DomainError('not_found', 'Execution Trust Record not found.');
     const transparency = await deps.publisher.proofOf(logLeafOf(deps.hasher, JSON.parse(text) as object));
     if (!transparency) throw new DomainError('not_found', 'The Execution Trust Record is not in the transparency log.');

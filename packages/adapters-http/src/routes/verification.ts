@@ -1,13 +1,12 @@
 import { checkTransactionId, DomainError, type VerificationService } from '@ets/domain';
-import type { Request } from 'express';
 import { readScope } from '../middleware/read-scope.js';
 import type { RouteModule } from '../route-table.js';
+import { idParam } from './id-param.js';
 
 export interface VerificationRoutesDeps {
   service: VerificationService;
 }
 
-const idParam = (req: Request): string => String(req.params.id).toLowerCase();
 const bodyField = (body: unknown): unknown =>
   typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>).businessTransactionId : undefined;
 
