@@ -9,11 +9,12 @@
  * published. The keyId derives from the public key as for the other providers, so it is the
  * same after every restart and on every instance using the token.
  */
-import { createPublicKey, randomBytes, verify as nodeVerify } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { SigningProviderKind } from '@ets/domain';
 import { encodeBase64Url } from '../base64.js';
 import { KeyRingError } from '../errors.js';
 import { ed25519KeyId } from '../jwk.js';
+import { nodeVerifyCrypto } from '../node-verify-crypto.js';
 import type { ActiveKeyIds, ActiveSigningKeys, KeyProvider, ProviderKey, RotationOutcome, SigningMode } from '../key-provider.js';
 import {
   CKK_EC_EDWARDS,
@@ -302,8 +303,8 @@ function newest(keys: readonly TokenKey[]): TokenKey | undefined {
 /** The private object found by CKA_ID must be the public key's other half, or nothing would verify. */
 async function selfCheck(signing: ActiveSigningKeys, key: ProviderKey): Promise<void> {
   const { signature } = await signing.sign(SELF_CHECK);
-  const publicKey = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: key.publicKey }, format: 'jwk' });
-  if (!nodeVerify(null, SELF_CHECK, publicKey, Buffer.from(signature, 'base64'))) {
+  const verify = nodeVerifyCrypto.ed25519(Buffer.from(key.publicKey, 'base64url'));
+  if (!verify(SELF_CHECK, Buffer.from(signature, 'base64'))) {
     throw new KeyRingError(`the private key of ${key.keyId} in the module does not match its public key`);
   }
 }
