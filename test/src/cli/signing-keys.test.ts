@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { verifyRecord } from '@ets/adapters-crypto';
-import { runCli, spawnServer, tempDirs } from '@ets/test-support';
+import { runCli, serverStorageEnv, spawnServer, STORAGE_TARGETS, tempDirs } from '@ets/test-support';
 
 const tmp = tempDirs('ets-sk-');
 
@@ -92,5 +92,25 @@ describe('service signing keys', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/ML-DSA-65|hybrid/i);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe.each(STORAGE_TARGETS)('ets signing-keys list on $name', (factory) => {
+  it('lists the keys only the published-keys table remembers (the table opened read-only)', async () => {
+    const db = await factory.provision();
+    try {
+      const env = serverStorageEnv(db.target, tmp);
+      const server = await spawnServer(env);
+      await server.stop();
+      const first = (await runCli(['signing-keys', 'list'], env)).stdout.trim().split('  ')[0]!;
+      // The provider no longer holds the first key (its files moved away): only the table knows it.
+      renameSync(path.join(env.SVC_DATA_DIR!, 'keys'), path.join(env.SVC_DATA_DIR!, 'keys.old'));
+      const listed = await runCli(['signing-keys', 'list'], env);
+      expect(listed.code).toBe(0);
+      expect(listed.stderr).toBe('');
+      expect(listed.stdout).toMatch(new RegExp(`^${first}  Ed25519  retired  \\S+  published only$`, 'm'));
+    } finally {
+      await db.drop();
+    }
   });
 });

@@ -75,7 +75,7 @@ async function list(settings: Settings, provider: KeyProvider): Promise<void> {
 async function openPublishedKeys(settings: Settings): Promise<{ store: PublishedKeyStore; close(): Promise<void> } | undefined> {
   const target = storageTargetFor(settings);
   if (target.kind === 'sqlite' && !existsSync(target.file)) return undefined;
-  const dataSource = createDataSource(target);
+  const dataSource = createDataSource(target, { readOnly: true });
   try {
     await dataSource.initialize();
     const runner = dataSource.createQueryRunner();
