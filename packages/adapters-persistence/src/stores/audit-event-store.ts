@@ -13,7 +13,12 @@ const INSERT = `INSERT INTO ${AUDIT_EVENT_COLUMNS} VALUES (?, ?, ?, ?, ?)`;
 const INSERT_PG = toPg(INSERT);
 
 /** An audit event as a row (the parameters of AUDIT_EVENT_COLUMNS, in order) and as a log leaf. */
-export function auditEventRow(event: Signed<AuditEvent>): { params: unknown[]; logged: LoggedRecord } {
+export interface AuditEventRow {
+  params: unknown[];
+  logged: LoggedRecord;
+}
+
+export function auditEventRow(event: Signed<AuditEvent>): AuditEventRow {
   const body = canonicalJsonOf(event);
   return {
     params: [event.eventId, event.kind, event.callerId, event.occurredAt, body],
@@ -23,9 +28,13 @@ export function auditEventRow(event: Signed<AuditEvent>): { params: unknown[]; l
 
 /** Inside another store's transaction (the record a request writes carries its authentication event). */
 export async function insertAuditEvent(run: Run, pg: boolean, event: Signed<AuditEvent>): Promise<LoggedRecord> {
-  const { params, logged } = auditEventRow(event);
-  await run(pg ? INSERT_PG : INSERT, params);
-  return logged;
+  return insertAuditRow(run, pg, auditEventRow(event));
+}
+
+/** The same, for an event already made a row (its canonical text is made once). */
+export async function insertAuditRow(run: Run, pg: boolean, row: AuditEventRow): Promise<LoggedRecord> {
+  await run(pg ? INSERT_PG : INSERT, row.params);
+  return row.logged;
 }
 
 /** Audit events written by a group commit: on PostgreSQL one statement for the batch's events. */

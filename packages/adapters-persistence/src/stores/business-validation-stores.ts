@@ -4,7 +4,7 @@ import { AuthorityGrantEntity, SignalSourceEntity, type AuthorityGrantRow, type 
 import { TypeOrmRegistrationStore } from './registration-table.js';
 import { executeSerially, insertOrIgnore } from './serial-writes.js';
 import { storeBulk } from './store-transaction.js';
-import type { BulkWork } from './pg-group-commit.js';
+import { oneByOne, type BulkWork } from './pg-group-commit.js';
 
 /** Business signal sources in `business_signal_sources`, at most one active per name. */
 export class TypeOrmSignalSourceStore extends TypeOrmRegistrationStore<SignalSourceRegistration, SignalSourceRow> implements SignalSourceStore {
@@ -108,7 +108,7 @@ const consumeWrite = (pg: boolean): BulkWork<SingleUse, boolean> => ({
   key: 'single-use',
   rank: 'claim',
   async write(run, uses) {
-    if (!pg) return Promise.all(uses.map(async (u) => ({ ok: true as const, value: (await run(CONSUME, [u.scope, u.id, u.at])).affected === 1 })));
+    if (!pg) return oneByOne(uses, async (u) => ({ ok: true as const, value: (await run(CONSUME, [u.scope, u.id, u.at])).affected === 1 }));
     // The same id twice in one batch: the first use is the first, the second is not.
     const key = (u: SingleUse) => `${u.scope}\u0000${u.id}`;
     const first = new Map<string, SingleUse>();

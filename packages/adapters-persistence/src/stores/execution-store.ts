@@ -3,11 +3,11 @@ import { canonicalJsonOf } from '@ets/adapters-crypto';
 import { appendToLog, type LoggedRecord } from '../transparency/log-in-transaction.js';
 import { SqliteStatements, type Run } from './sqlite-writer.js';
 import { storeBulk, storeStatement, storeTransaction, transactionState, type StoreTransactionOptions } from './store-transaction.js';
-import type { BulkOutcome, BulkWork } from './pg-group-commit.js';
+import { oneByOne, type BulkOutcome, type BulkWork } from './pg-group-commit.js';
 
 /** The execution chain's head as a PostgreSQL batch holds it (see transactionState). */
 const CHAIN_HEAD = 'execution-chain-head';
-import { AUDIT_EVENT_COLUMNS, auditEventRow, insertAuditEvent } from './audit-event-store.js';
+import { AUDIT_EVENT_COLUMNS, auditEventRow, insertAuditRow, type AuditEventRow } from './audit-event-store.js';
 import { claimedBy, inScope, placeholders, toPg, where } from './sql.js';
 
 export { withSqliteWriteLock } from './sqlite-writer.js';
@@ -52,7 +52,7 @@ export class IntentStateConflictError extends Error {
  * How many stored records a page of `GET /trust-records` holds in memory at once: the page's ids
  * are read first, then the bodies this many at a time, as the response is written.
  */
-export const RECORD_TEXT_BATCH = 4;
+const RECORD_TEXT_BATCH = 4;
 
 interface IntentRow {
   state: IntentState;
@@ -97,7 +97,8 @@ interface ClaimItem {
   sqlite: [sql: string, params: unknown[]];
   values: unknown[];
   logged: LoggedRecord;
-  audit?: Signed<AuthEvent>;
+  /** The request's authentication event, made a row once for both the insert and the log. */
+  audit?: AuditEventRow;
 }
 
 /** Claims of one kind of record (refusals, records, intents), written together by a group commit. */
@@ -111,7 +112,7 @@ class ClaimWrite implements BulkWork<ClaimItem, void> {
   ) {}
 
   async write(run: Run, items: readonly ClaimItem[]): Promise<BulkOutcome<void>[]> {
-    if (!this.pg) return Promise.all(items.map((item) => this.writeSqlite(run, item)));
+    if (!this.pg) return oneByOne(items, (item) => this.writeSqlite(run, item));
     // An id twice in one batch: the first is written, the second is a duplicate of it.
     const first = new Map<string, ClaimItem>();
     for (const item of items) if (!first.has(item.claim.businessTransactionId)) first.set(item.claim.businessTransactionId, item);
@@ -119,15 +120,14 @@ class ClaimWrite implements BulkWork<ClaimItem, void> {
     // then take the rows' locks in the same order and never wait for each other in a circle.
     const rows = [...first.values()].sort((a, b) => (a.claim.businessTransactionId < b.claim.businessTransactionId ? -1 : 1)).map((item) => {
       const { claim } = item;
-      const event = item.audit && auditEventRow(item.audit).params;
-      return [claim.businessTransactionId, claim.callerId, claim.outcome, claim.createdAt, ...item.values, ...(event ?? [null, null, null, null, null])];
+      return [claim.businessTransactionId, claim.callerId, claim.outcome, claim.createdAt, ...item.values, ...(item.audit?.params ?? [null, null, null, null, null])];
     });
     const columns = rows[0]!.map((_, c) => rows.map((r) => (r[c] === null || r[c] === undefined ? null : String(r[c]))));
     const claimed = new Set(((await run(this.pgSql, columns)).records as { business_transaction_id: string }[]).map((r) => r.business_transaction_id));
     return items.map((item) => {
       const id = item.claim.businessTransactionId;
       if (first.get(id) !== item || !claimed.has(id)) return { ok: false, error: new DuplicateTransactionError(id) };
-      appendToLog(run, item.audit ? [auditEventRow(item.audit).logged, item.logged] : [item.logged]);
+      appendToLog(run, item.audit ? [item.audit.logged, item.logged] : [item.logged]);
       return { ok: true, value: undefined };
     });
   }
@@ -138,7 +138,7 @@ class ClaimWrite implements BulkWork<ClaimItem, void> {
     const c = await run(CLAIM_INSERT, [claim.businessTransactionId, claim.callerId, claim.outcome, claim.createdAt]);
     if (c.affected !== 1) return { ok: false, error: new DuplicateTransactionError(claim.businessTransactionId) };
     await run(item.sqlite[0], item.sqlite[1]);
-    const logged = item.audit ? [await insertAuditEvent(run, false, item.audit), item.logged] : [item.logged];
+    const logged = item.audit ? [await insertAuditRow(run, false, item.audit), item.logged] : [item.logged];
     appendToLog(run, logged);
     return { ok: true, value: undefined };
   }
@@ -146,7 +146,6 @@ class ClaimWrite implements BulkWork<ClaimItem, void> {
 
 const SQL = {
   sqlite: {
-    claim: CLAIM_INSERT,
     refusal: `INSERT INTO refusal_records ${RECORD_COLUMNS} VALUES (?, ?, ?)`,
     record: `INSERT INTO trust_records ${TRUST_RECORD_COLUMNS} VALUES (?, ?, ?, ?)`,
     intent: `INSERT INTO execution_intents ${INTENT_COLUMNS} VALUES (?, ?, 'PREPARED', ?, ?, ?, ?)`,
@@ -196,6 +195,16 @@ const SQL = {
   },
 };
 
+/** SQLite: the Trust Record at its chain position, the new chain head, the claim EXECUTED, the record's log leaf. */
+async function writeRecordSqlite(run: Run, id: string, record: SignedTrustRecord, head: ChainHead, position: number, at: string): Promise<void> {
+  const newHead = newHeadOf(record, head, id);
+  const body = canonicalJsonOf(record);
+  await run(SQL.sqlite.finalizeRecord, [body, at, position, id]);
+  await run(SQL.sqlite.finalizeHead, [newHead, position, at]);
+  await run(SQL.sqlite.finalizeClaim, [id]);
+  appendToLog(run, [{ kind: 'trust-record', id, body, canonical: true }]);
+}
+
 /** One release of a bulk release write (ExecutionStore.completeRelease). */
 interface ReleaseItem {
   id: string;
@@ -203,8 +212,6 @@ interface ReleaseItem {
   build: (head: ChainHead) => Promise<SignedTrustRecord>;
   at: string;
 }
-
-type WriteRecordSqlite = (run: Run, id: string, record: SignedTrustRecord, head: ChainHead, position: number, at: string) => Promise<void>;
 
 /**
  * The releases of a batch and their Trust Records, linked one after another into the chain. On
@@ -219,7 +226,6 @@ class ReleaseWrite implements BulkWork<ReleaseItem, CompletedRelease> {
 
   constructor(
     private readonly pg: boolean,
-    private readonly writeRecordSqlite: WriteRecordSqlite,
     private readonly q: CommonSql,
   ) {}
 
@@ -232,7 +238,7 @@ class ReleaseWrite implements BulkWork<ReleaseItem, CompletedRelease> {
   }
 
   async write(run: Run, items: readonly ReleaseItem[]): Promise<BulkOutcome<CompletedRelease>[]> {
-    if (!this.pg) return Promise.all(items.map((item) => this.writeSqlite(run, item)));
+    if (!this.pg) return oneByOne(items, (item) => this.writeSqlite(run, item));
     // The chain's row is locked by the batch's first release and stays locked until COMMIT.
     const state = transactionState(run);
     let head = state.get(CHAIN_HEAD) as { hash: string | null; position: number } | undefined;
@@ -311,7 +317,7 @@ class ReleaseWrite implements BulkWork<ReleaseItem, CompletedRelease> {
       return this.keepContext(run, item, e);
     }
     if ((await run(SQL.sqlite.completeState, [at, id])).affected !== 1) return { ok: false, error: new IntentStateConflictError(id, 'RELEASED') };
-    await this.writeRecordSqlite(run, id, record, head, Number(row.head_position) + 1, at);
+    await writeRecordSqlite(run, id, record, head, Number(row.head_position) + 1, at);
     return { ok: true, value: { record } };
   }
 }
@@ -365,7 +371,7 @@ export class TypeOrmExecutionStore implements ExecutionStore {
       record: new ClaimWrite('claim-record', this.pg, SQL.pg.record),
       intent: new ClaimWrite('claim-intent', this.pg, SQL.pg.intent),
     };
-    this.releases = new ReleaseWrite(this.pg, (run, id, record, head, position, at) => this.writeRecordSqlite(run, id, record, head, position, at), this.q);
+    this.releases = new ReleaseWrite(this.pg, this.q);
   }
 
   // --- claims -------------------------------------------------------------------------------------
@@ -378,7 +384,7 @@ export class TypeOrmExecutionStore implements ExecutionStore {
     sameId(claim, refusal.businessTransactionId);
     const body = canonicalJsonOf(refusal);
     const logged: LoggedRecord = { kind: 'refusal', id: claim.businessTransactionId, body, canonical: true };
-    return this.claimWith(this.claims.refusal, { claim, sqlite: [SQL.sqlite.refusal, [claim.businessTransactionId, body, claim.createdAt]], values: [body], logged, audit });
+    return this.claimWith(this.claims.refusal, { claim, sqlite: [SQL.sqlite.refusal, [claim.businessTransactionId, body, claim.createdAt]], values: [body], logged }, audit);
   }
 
   /** A record without executions has no chain position: it is listed after the chain. */
@@ -387,7 +393,7 @@ export class TypeOrmExecutionStore implements ExecutionStore {
     const body = canonicalJsonOf(record);
     const logged: LoggedRecord = { kind: 'trust-record', id: claim.businessTransactionId, body, canonical: true };
     const sqlite: ClaimItem['sqlite'] = [SQL.sqlite.record, [claim.businessTransactionId, claim.callerId, body, claim.createdAt]];
-    return this.claimWith(this.claims.record, { claim, sqlite, values: [body], logged, audit });
+    return this.claimWith(this.claims.record, { claim, sqlite, values: [body], logged }, audit);
   }
 
   /**
@@ -401,13 +407,13 @@ export class TypeOrmExecutionStore implements ExecutionStore {
     const until = new Date(Date.parse(at) + this.leaseMs).toISOString();
     const logged: LoggedRecord = { kind: 'intent', id: claim.businessTransactionId, body, canonical: true };
     const sqlite: ClaimItem['sqlite'] = [SQL.sqlite.intent, [claim.businessTransactionId, claim.callerId, body, at, at, until]];
-    return this.claimWith(this.claims.intent, { claim, sqlite, values: [body, at, until], logged, audit });
+    return this.claimWith(this.claims.intent, { claim, sqlite, values: [body, at, until], logged }, audit);
   }
 
   /** Claim + record (+ the request's authentication event) + their log leaves in one commit (see ClaimWrite). */
-  private async claimWith(work: ClaimWrite, item: ClaimItem): Promise<void> {
+  private async claimWith(work: ClaimWrite, item: Omit<ClaimItem, 'audit'>, audit: Signed<AuthEvent> | undefined): Promise<void> {
     try {
-      await storeBulk(this.ds, work, item);
+      await storeBulk(this.ds, work, { ...item, audit: audit && auditEventRow(audit) });
     } catch (e) {
       // Belt and braces: a unique violation of a record table (a row without its claim) is a duplicate too.
       if (isUniqueViolation(e)) throw new DuplicateTransactionError(item.claim.businessTransactionId);
@@ -482,7 +488,7 @@ export class TypeOrmExecutionStore implements ExecutionStore {
       const record = await build(head);
       const moved = await run(SQL.sqlite.finalizeState, [at, id]);
       if (moved.affected !== 1) throw new Error(`finalize: execution intent '${id}' left RELEASED during finalize`);
-      await this.writeRecordSqlite(run, id, record, head, Number(row.head_position) + 1, at);
+      await writeRecordSqlite(run, id, record, head, Number(row.head_position) + 1, at);
       return record;
     });
   }
@@ -494,16 +500,6 @@ export class TypeOrmExecutionStore implements ExecutionStore {
     at: string,
   ): Promise<CompletedRelease> {
     return storeBulk(this.ds, this.releases, { id: businessTransactionId, context, build, at });
-  }
-
-  /** SQLite: the Trust Record at its chain position, the new chain head, the claim EXECUTED, the record's log leaf. */
-  private async writeRecordSqlite(run: Run, id: string, record: SignedTrustRecord, head: ChainHead, position: number, at: string): Promise<void> {
-    const newHead = newHeadOf(record, head, id);
-    const body = canonicalJsonOf(record);
-    await run(SQL.sqlite.finalizeRecord, [body, at, position, id]);
-    await run(SQL.sqlite.finalizeHead, [newHead, position, at]);
-    await run(SQL.sqlite.finalizeClaim, [id]);
-    appendToLog(run, [{ kind: 'trust-record', id, body, canonical: true }]);
   }
 
   // --- reads --------------------------------------------------------------------------------------

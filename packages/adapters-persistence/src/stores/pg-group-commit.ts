@@ -38,6 +38,16 @@ export const writeOne = async <I, R>(work: BulkWork<I, R>, run: Run, item: I): P
   return outcome.value;
 };
 
+/**
+ * The items of a bulk write one after another, each seeing what the one before wrote: SQLite's
+ * way (statements cost no round trip there; and releases must link into the chain in turn).
+ */
+export async function oneByOne<I, R>(items: readonly I[], write: (item: I) => Promise<R>): Promise<R[]> {
+  const outcomes: R[] = [];
+  for (const item of items) outcomes.push(await write(item));
+  return outcomes;
+}
+
 interface PgJob {
   work?: (run: Run) => Promise<unknown>;
   bulk?: { work: BulkWork<unknown, unknown>; item: unknown };
@@ -76,8 +86,11 @@ export async function pgTransaction<T>(ds: DataSource, fn: (run: Run) => Promise
   }
 }
 
-/** One statement on its own on a pooled connection (autocommit), outside the group commit. */
-export async function pgStatement(ds: DataSource, sql: string, params: unknown[]): Promise<RunResult> {
+/**
+ * One statement on its own on a query runner of the DataSource (autocommit), outside any group
+ * commit: on PostgreSQL a pooled connection.
+ */
+export async function autocommitStatement(ds: DataSource, sql: string, params: unknown[]): Promise<RunResult> {
   const runner = ds.createQueryRunner();
   try {
     return toResult(await runner.query(sql, params, true));

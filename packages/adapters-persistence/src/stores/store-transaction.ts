@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { pgGroupOf, pgStatement, pgTransaction, writeOne, type BulkWork, type LockRank } from './pg-group-commit.js';
+import { autocommitStatement, pgGroupOf, pgTransaction, writeOne, type BulkWork, type LockRank } from './pg-group-commit.js';
 import { writerOf, type Run, type RunResult } from './sqlite-writer.js';
 
 export interface StoreTransactionOptions {
@@ -56,5 +56,5 @@ export function storeBulk<I, R>(ds: DataSource, work: BulkWork<I, R>, item: I): 
  */
 export function storeStatement(ds: DataSource, sql: string, params: unknown[]): Promise<RunResult> {
   if (ds.options.type !== 'postgres') return writerOf(ds).statement(sql, params);
-  return pgStatement(ds, sql, params);
+  return autocommitStatement(ds, sql, params);
 }

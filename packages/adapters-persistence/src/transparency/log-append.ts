@@ -39,7 +39,7 @@ const CHUNK = 1000;
 const values = (rows: number, columns: number): string => Array.from({ length: rows }, () => placeholders(columns)).join(', ');
 
 /** The right border as stored: the hex of each hash, concatenated, largest subtree first. */
-export const parseBorder = (text: string | null): Uint8Array[] => (text ? (text.match(/.{64}/g) ?? []).map((h) => fromHex(h)!) : []);
+const parseBorder = (text: string | null): Uint8Array[] => (text ? (text.match(/.{64}/g) ?? []).map((h) => fromHex(h)!) : []);
 
 /**
  * Appends leaves to the deployment's tree inside the caller's transaction: reads the head (its
