@@ -1,5 +1,6 @@
 import type { DataSource, EntityTarget, ObjectLiteral, QueryDeepPartialEntity } from 'typeorm';
-import { withSqliteWriteLock } from './sqlite-writer.js';
+import { autocommitStatement } from './pg-group-commit.js';
+import { withSqliteWriteLock, type RunResult } from './sqlite-writer.js';
 
 /**
  * Runs one write. SQLite: in the DataSource's write queue (see `withSqliteWriteLock`: TypeORM has
@@ -10,23 +11,17 @@ function writeSerially<T>(ds: DataSource, fn: () => Promise<T>): Promise<T> {
   return ds.options.type === 'postgres' ? fn() : withSqliteWriteLock(ds, fn);
 }
 
-/** A statement with its affected row count (InsertResult does not carry it on every driver). */
-async function execute(ds: DataSource, sql: string, params: unknown[]): Promise<{ affected?: number }> {
-  const runner = ds.createQueryRunner();
-  try {
-    return await runner.query(sql, params, true);
-  } finally {
-    await runner.release();
-  }
-}
-
 /** One statement on its own, as one write (`writeSerially`), with its affected row count. */
-export function executeSerially(ds: DataSource, sql: string, params: unknown[]): Promise<{ affected?: number }> {
-  return writeSerially(ds, () => execute(ds, sql, params));
+export function executeSerially(ds: DataSource, sql: string, params: unknown[]): Promise<RunResult> {
+  return writeSerially(ds, () => autocommitStatement(ds, sql, params));
 }
 
-/** An insert of one row that skips it on any conflict with a stored row (`orIgnore`), as one write. */
-export async function insertOrIgnore<T extends ObjectLiteral>(ds: DataSource, entity: EntityTarget<T>, values: QueryDeepPartialEntity<T>): Promise<void> {
+/** An insert of rows that skips each on any conflict with a stored row (`orIgnore`), as one write. */
+export async function insertOrIgnore<T extends ObjectLiteral>(
+  ds: DataSource,
+  entity: EntityTarget<T>,
+  values: QueryDeepPartialEntity<T> | QueryDeepPartialEntity<T>[],
+): Promise<void> {
   const [sql, params] = ds.createQueryBuilder().insert().into(entity).values(values).orIgnore().getQueryAndParameters();
   await executeSerially(ds, sql, params);
 }
