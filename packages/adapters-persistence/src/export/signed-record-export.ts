@@ -1,7 +1,8 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { LogCheckpoint } from '@ets/domain';
-import { placeholders, toPg } from '../stores/sql.js';
+import { given, placeholders, toPg, where } from '../stores/sql.js';
 import type { LoggedRecordKind } from '../transparency/log-append.js';
+import { LATEST_CHECKPOINT_SQL, toCheckpoint, TREE_HEAD_SQL, type CheckpointRow } from '../transparency/typeorm-transparency-log.js';
 
 /**
  * Reads a run of the transparency log with the signed record of each leaf, for an auditor
@@ -118,15 +119,13 @@ export class SignedRecordExport {
 
   /** The newest signed checkpoint of the snapshot: an export is a run of its tree. */
   async checkpoint(): Promise<LogCheckpoint | undefined> {
-    const [row] = await this.query('SELECT tree_size, root_hash, origin, key_id, note FROM transparency_log_checkpoints ORDER BY tree_size DESC LIMIT 1', []);
-    return row
-      ? { treeSize: Number(row.tree_size), rootHash: String(row.root_hash), origin: String(row.origin), keyId: String(row.key_id), note: String(row.note) }
-      : undefined;
+    const [row] = await this.query(LATEST_CHECKPOINT_SQL, []);
+    return row ? toCheckpoint(row as unknown as CheckpointRow) : undefined;
   }
 
   /** Leaves committed after the checkpoint of `treeSize` (not in the export: the next checkpoint holds them). */
   async newerThan(treeSize: number): Promise<number> {
-    const [row] = await this.query('SELECT tree_size FROM transparency_log_head WHERE id = 1', []);
+    const [row] = await this.query(TREE_HEAD_SQL, []);
     return Math.max(0, Number(row?.tree_size ?? 0) - treeSize);
   }
 
@@ -141,14 +140,8 @@ export class SignedRecordExport {
     let last = -1;
     for (const kind of LOGGED_KINDS) {
       const s = SOURCES[kind];
-      const where = ['l.record_kind = ?', 'l.leaf_index < ?'];
-      const params: unknown[] = [kind, treeSize];
-      if (period.since !== undefined) where.push(`t.${s.time} >= ?`), params.push(period.since);
-      if (period.until !== undefined) where.push(`t.${s.time} < ?`), params.push(period.until);
-      const [row] = await this.query(
-        `SELECT MIN(l.leaf_index) AS first, MAX(l.leaf_index) AS last FROM transparency_log_leaves l JOIN ${s.table} t ON t.${s.id} = l.record_id WHERE ${where.join(' AND ')}`,
-        params,
-      );
+      const w = where(['l.record_kind = ?', kind], ['l.leaf_index < ?', treeSize], given(`t.${s.time} >= ?`, period.since), given(`t.${s.time} < ?`, period.until));
+      const [row] = await this.query(`SELECT MIN(l.leaf_index) AS first, MAX(l.leaf_index) AS last FROM transparency_log_leaves l JOIN ${s.table} t ON t.${s.id} = l.record_id${w.sql}`, w.params);
       if (row?.first === null || row?.first === undefined) continue;
       first = Math.min(first, Number(row.first));
       last = Math.max(last, Number(row.last));

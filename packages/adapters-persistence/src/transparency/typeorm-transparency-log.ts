@@ -18,7 +18,7 @@ export class CheckpointRefusedError extends Error {
   override readonly name = 'CheckpointRefusedError';
 }
 
-interface CheckpointRow {
+export interface CheckpointRow {
   tree_size: string | number;
   root_hash: string;
   origin: string;
@@ -27,7 +27,10 @@ interface CheckpointRow {
 }
 
 const CHECKPOINT_COLUMNS = 'tree_size, root_hash, origin, key_id, note';
-const toCheckpoint = (r: CheckpointRow): LogCheckpoint => ({
+/** The log's size and root, and its newest checkpoint (also what an export reads in its snapshot). */
+export const TREE_HEAD_SQL = 'SELECT tree_size, root_hash FROM transparency_log_head WHERE id = 1';
+export const LATEST_CHECKPOINT_SQL = `SELECT ${CHECKPOINT_COLUMNS} FROM transparency_log_checkpoints ORDER BY tree_size DESC LIMIT 1`;
+export const toCheckpoint = (r: CheckpointRow): LogCheckpoint => ({
   treeSize: Number(r.tree_size),
   rootHash: r.root_hash,
   origin: r.origin,
@@ -50,17 +53,17 @@ export class TypeOrmTransparencyLog implements TransparencyLog {
 
   constructor(private readonly ds: DataSource) {
     this.pg = ds.options.type === 'postgres';
-    this.reader = this.nodeReader((sql, params) => this.ds.query(sql, params) as Promise<unknown[]>);
+    this.reader = this.nodeReader((sql, params) => this.read(sql, params));
   }
 
   async treeHead(): Promise<TreeHead> {
-    const [row] = await this.read<{ tree_size: string | number; root_hash: string }>('SELECT tree_size, root_hash FROM transparency_log_head WHERE id = 1', []);
+    const [row] = await this.read<{ tree_size: string | number; root_hash: string }>(TREE_HEAD_SQL, []);
     if (!row) throw new Error('the transparency log head is missing (migration 0016 not applied)');
     return { treeSize: Number(row.tree_size), rootHash: row.root_hash };
   }
 
   async latestCheckpoint(): Promise<LogCheckpoint | undefined> {
-    const [row] = await this.read<CheckpointRow>(`SELECT ${CHECKPOINT_COLUMNS} FROM transparency_log_checkpoints ORDER BY tree_size DESC LIMIT 1`, []);
+    const [row] = await this.read<CheckpointRow>(LATEST_CHECKPOINT_SQL, []);
     return row ? toCheckpoint(row) : undefined;
   }
 
@@ -81,15 +84,15 @@ export class TypeOrmTransparencyLog implements TransparencyLog {
     await storeTransaction(this.ds, async (run) => {
       const q = (sql: string, params: unknown[]) => run(this.pg ? toPg(sql) : sql, params).then((r) => r.records as unknown[]);
       if (this.pg) await run('SELECT pg_advisory_xact_lock($1)', [CHECKPOINT_LOCK]);
-      const [head] = (await q('SELECT tree_size FROM transparency_log_head WHERE id = 1', [])) as { tree_size: string | number }[];
-      const [latestRow] = (await q(`SELECT ${CHECKPOINT_COLUMNS} FROM transparency_log_checkpoints ORDER BY tree_size DESC LIMIT 1`, [])) as CheckpointRow[];
+      const [head] = (await q(TREE_HEAD_SQL, [])) as { tree_size: string | number }[];
+      const [latestRow] = (await q(LATEST_CHECKPOINT_SQL, [])) as CheckpointRow[];
       const size = Number(head?.tree_size ?? 0);
       const latest = latestRow ? toCheckpoint(latestRow) : undefined;
       if (checkpoint.treeSize > size) throw new CheckpointRefusedError(`a checkpoint of size ${checkpoint.treeSize} is larger than the tree (${size} leaves)`);
       if (latest && checkpoint.treeSize < latest.treeSize) {
         throw new CheckpointRefusedError(`a checkpoint of size ${checkpoint.treeSize} is smaller than the latest one (${latest.treeSize})`);
       }
-      const reader = this.nodeReader((sql, params) => q(sql, params));
+      const reader = this.nodeReader(q);
       for (const c of latest ? [latest, checkpoint] : [checkpoint]) {
         const root = toHex(await treeRoot(c.treeSize, reader));
         if (root !== c.rootHash) {
@@ -147,13 +150,16 @@ export class TypeOrmTransparencyLog implements TransparencyLog {
     return rows.map((r) => r.leaf);
   }
 
-  /** Stored node hashes, all in one query; a missing node is an error (the tree is incomplete). */
+  /**
+   * Stored node hashes, all in one query; a missing node is an error (the tree is incomplete).
+   * `query` takes `?` placeholders (it converts them for PostgreSQL).
+   */
   private nodeReader(query: (sql: string, params: unknown[]) => Promise<unknown[]>): NodeReader {
     return {
       readNodes: async (ids: readonly NodeId[]) => {
         const where = ids.map(() => '(level = ? AND node_index = ?)').join(' OR ');
         const sql = `SELECT level, node_index, hash FROM transparency_log_nodes WHERE ${where}`;
-        const rows = (await query(this.pg ? toPg(sql) : sql, ids.flatMap((id) => [id.level, id.index]))) as { level: number | string; node_index: number | string; hash: string }[];
+        const rows = (await query(sql, ids.flatMap((id) => [id.level, id.index]))) as { level: number | string; node_index: number | string; hash: string }[];
         const byId = new Map(rows.map((r) => [`${Number(r.level)}/${Number(r.node_index)}`, r.hash]));
         return ids.map(({ level, index }) => {
           const hash = fromHex(byId.get(`${level}/${index}`));
