@@ -210,7 +210,7 @@ describe.each(STORAGE_TARGETS)('profile A overrides, confirmations and audit on 
         const window = (await get(`/audit/decisions?from=${encodeURIComponent(mine[1]!.issuedAt as string)}&to=${encodeURIComponent(mine[2]!.issuedAt as string)}&policyId=exec-test`)).body as Json[];
         expect(window.map((r) => r.executionId)).toEqual([mine[2]!.executionId, mine[1]!.executionId]);
         expect((await get('/audit/decisions?policyId=nope')).body).toEqual([]);
-        for (const q of ['limit=0', 'limit=501', 'limit=1.5', 'offset=-1', 'offset=x', 'from=tomorrow', 'to=2026-02-30T00:00:00Z', 'decision=blocked', 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z']) {
+        for (const q of ['limit=0', 'limit=501', 'limit=1.5', 'offset=-1', 'offset=x', 'from=tomorrow', 'to=2026-02-30T00:00:00Z', 'from=2026-01-01T23:59:60Z', 'decision=blocked', 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z']) {
           const res = await get(`/audit/decisions?${q}`);
           expect({ q, status: res.status, code: res.body.code }).toEqual({ q, status: 400, code: undefined });
         }

@@ -172,6 +172,12 @@ describe('POST /execute (attestation variant)', () => {
     expect(message(() => parseExecuteRequest({ executionId: 'a\u0000', policyId: 'p', policyVersion: '1', signals: {} }, 'attestation'))).toBe('executionId must not contain U+0000.');
     expect(message(() => parseExecuteRequest({ executionId: 'x'.repeat(257), policyId: 'p', policyVersion: '1', signals: {} }, 'attestation'))).toBe('executionId must be at most 256 characters.');
     expect(message(() => parseExecuteRequest({ executionId: 'x', policyId: 'p', policyVersion: '1', signals: {} }, 'attestation-simple'))).toMatch(/executionId is assigned by the service/);
+    const confirmAt = (actionTimestamp: string) => () =>
+      parseConfirmRequest({ attestation: { executionId: 'e' }, executedAction: { actionType: 't', actionId: 'i', actionTimestamp } });
+    for (const bad of ['2026-01-01T23:59:60Z', '2026-02-29T00:00:00Z', '2026-01-01T00:00:00.1234567891Z', '2026-01-01 00:00:00Z']) {
+      expect(message(confirmAt(bad))).toMatch(/^executedAction\.actionTimestamp is required and must be an ISO 8601 date-time/);
+    }
+    expect(confirmAt('2026-01-01T01:00:00.123456789+01:00')().actionAt).toBe(Date.parse('2026-01-01T00:00:00.123Z'));
     const parsers = [
       (b: unknown) => parseExecuteRequest(b, 'attestation'),
       (b: unknown) => parseExecuteRequest(b, 'attestation-simple'),
@@ -428,6 +434,11 @@ describe('audit reads', () => {
       [{ offset: '-1' }, /^offset must be a whole number from 0 to 1000000/],
       [{ from: 'yesterday' }, /^from must be an ISO 8601 date-time/],
       [{ to: '2026-13-01T00:00:00Z' }, /^to must be/],
+      // A leap second passed an own check here and then threw in Date (a 500).
+      [{ from: '2026-01-01T23:59:60Z' }, /^from must be an ISO 8601 date-time/],
+      [{ to: '2026-01-01T00:00:00.1234567891Z' }, /^to must be/],
+      // Year 0 is a leap year (Date.UTC would read it as 1900).
+      [{ from: '0000-02-29T00:00:00Z', to: '0000-02-28T00:00:00Z' }, /^from must not be later than to/],
       [{ from: '2026-02-01T00:00:00Z', to: '2026-01-01T00:00:00Z' }, /^from must not be later than to/],
       [{ decision: 'maybe' }, /^decision must be approve or reject/],
       [{ policyId: ['a', 'b'] }, /^policyId/],

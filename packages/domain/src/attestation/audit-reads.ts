@@ -3,7 +3,7 @@ import { isVerifiedHuman, type Caller } from '../identity/caller.js';
 import type { Clock } from '../ports/clock.js';
 import type { AttestationStore, DecisionQuery } from './ports.js';
 import type { AuditStats, DecisionDetail, DecisionRow, SecurityEvent } from './records.js';
-import { isIsoTime } from './requests.js';
+import { attestationTime } from './requests.js';
 
 /** Defaults and bounds of the paging of `/audit/decisions` and `/audit/security`. */
 export const AUDIT_DEFAULT_LIMIT = 50;
@@ -26,8 +26,9 @@ function wholeNumber(q: Query, name: string, fallback: number, min: number, max:
 function time(q: Query, name: string): string | undefined {
   const v = q[name];
   if (v === undefined) return undefined;
-  if (!isIsoTime(v)) throw invalid(`${name} must be an ISO 8601 date-time (e.g. 2026-01-01T00:00:00Z).`);
-  return new Date(v).toISOString();
+  const at = attestationTime(v);
+  if (at === undefined) throw invalid(`${name} must be an ISO 8601 date-time (e.g. 2026-01-01T00:00:00Z).`);
+  return new Date(at).toISOString();
 }
 
 function timeRange(q: Query): { from?: string; to?: string } {

@@ -67,9 +67,8 @@ export class ExecutionConfirmation {
       }
     }
     const matched = reasons.length === 0;
-    const at = Date.parse(actionTimestamp);
     const from = authorizedAt ? Date.parse(authorizedAt) : NaN;
-    const withinTimeWindow = Number.isFinite(from) && at >= from && at <= from + req.timeWindowSeconds * 1000;
+    const withinTimeWindow = Number.isFinite(from) && req.actionAt >= from && req.actionAt <= from + req.timeWindowSeconds * 1000;
     if (!matched) {
       await this.d.security.record('confirmation_mismatch', { callerId: caller.callerId, operation: 'confirm-execution', executionId: req.executionId, detail: reasons.join('; ') });
     }

@@ -4,6 +4,7 @@
  */
 import { invalid } from '../shared/errors.js';
 import { isPlainObject } from '../shared/guards.js';
+import { parseRfc3339 } from '../shared/rfc3339.js';
 import { hasSignalType, type PolicyDocument } from '../policy/index.js';
 import { POLICY_VERSION_MAX_LENGTH } from '../policy/schema.js';
 import type { AttestationVariant } from './records.js';
@@ -104,18 +105,18 @@ export interface ConfirmRequest {
   attestation: Body;
   executionId: string;
   action: { actionType: string; actionId: string; actionTimestamp: string; actionDetails?: Body };
+  /** `action.actionTimestamp` in milliseconds. */
+  actionAt: number;
   timeWindowSeconds: number;
 }
 
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
-
-/** An RFC 3339 date-time that names a real instant (no February 30, no hour 24). */
-export function isIsoTime(v: unknown): v is string {
-  const m = typeof v === 'string' ? RFC3339.exec(v) : null;
-  if (!m) return false;
-  const [year, month, day, hour, minute, second, offH, offM] = [m[1], m[2], m[3], m[4], m[5], m[6], m[9] ?? '0', m[10] ?? '0'].map(Number) as number[];
-  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
-  return month! >= 1 && month! <= 12 && day! >= 1 && day! <= daysInMonth && hour! <= 23 && minute! <= 59 && second! <= 60 && offH! <= 23 && offM! <= 59;
+/**
+ * A date-time of profile A's requests, in milliseconds: RFC 3339 read strictly (parseRfc3339), with
+ * at most nine fraction digits (nanoseconds, the finest any caller's clock gives).
+ */
+export function attestationTime(v: unknown): number | undefined {
+  if (typeof v !== 'string' || /\.\d{10}/.test(v)) return undefined;
+  return parseRfc3339(v);
 }
 
 /** `POST /confirm-execution`. */
@@ -127,7 +128,8 @@ export function parseConfirmRequest(body: unknown): ConfirmRequest {
   if (!isPlainObject(a)) throw invalid('executedAction is required and must be an object.');
   const actionType = requiredString(a, 'actionType', MAX_ID_LENGTH, 'executedAction.actionType');
   const actionId = requiredString(a, 'actionId', MAX_ID_LENGTH, 'executedAction.actionId');
-  if (!isIsoTime(a.actionTimestamp)) throw invalid('executedAction.actionTimestamp is required and must be an ISO 8601 date-time (e.g. 2026-01-01T12:00:00Z).');
+  const actionAt = attestationTime(a.actionTimestamp);
+  if (actionAt === undefined) throw invalid('executedAction.actionTimestamp is required and must be an ISO 8601 date-time (e.g. 2026-01-01T12:00:00Z).');
   if (a.actionDetails !== undefined && !isPlainObject(a.actionDetails)) throw invalid('executedAction.actionDetails must be an object.');
   const w = b.timeWindowSeconds;
   if (w !== undefined && (typeof w !== 'number' || !Number.isFinite(w) || w <= 0 || w > MAX_CONFIRMATION_WINDOW_SECONDS)) {
@@ -136,7 +138,8 @@ export function parseConfirmRequest(body: unknown): ConfirmRequest {
   return {
     attestation: b.attestation,
     executionId,
-    action: { actionType, actionId, actionTimestamp: a.actionTimestamp, ...(a.actionDetails !== undefined ? { actionDetails: a.actionDetails } : {}) },
+    action: { actionType, actionId, actionTimestamp: a.actionTimestamp as string, ...(a.actionDetails !== undefined ? { actionDetails: a.actionDetails } : {}) },
+    actionAt,
     timeWindowSeconds: w ?? DEFAULT_CONFIRMATION_WINDOW_SECONDS,
   };
 }
