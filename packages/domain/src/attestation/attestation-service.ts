@@ -17,7 +17,7 @@ import {
   type SignedRuntimeManifest,
 } from './records.js';
 import { parseExecuteRequest, parsePolicyRequest, signalProblems, type PolicyRequest } from './requests.js';
-import { audited, signed } from './fail-closed.js';
+import { audited, signed } from '../shared/fail-closed.js';
 import type { AttestationContext } from './security-events.js';
 
 export interface AttestationServiceDeps extends AttestationContext {

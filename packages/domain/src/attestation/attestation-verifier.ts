@@ -7,7 +7,7 @@ import type { AttestationStore } from './ports.js';
 import type { AttestationVariant, SimpleStatement } from './records.js';
 import { parseAttestationBody, parseSimpleVerifyRequest } from './requests.js';
 import { manifestProblems } from './runtime.js';
-import { audited } from './fail-closed.js';
+import { audited } from '../shared/fail-closed.js';
 import type { AttestationContext } from './security-events.js';
 
 export type CheckOutcome = 'verified' | 'failed' | 'unknown';

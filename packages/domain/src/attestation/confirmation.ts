@@ -4,7 +4,7 @@ import { attestationSignatureProblems } from './attestation-checks.js';
 import type { AttestationStore, ProofSigner } from './ports.js';
 import type { ConfirmationBinding, DecisionDetail } from './records.js';
 import { parseConfirmRequest } from './requests.js';
-import { audited, signed } from './fail-closed.js';
+import { audited, signed } from '../shared/fail-closed.js';
 import type { AttestationContext } from './security-events.js';
 
 export interface ConfirmationDeps extends AttestationContext {

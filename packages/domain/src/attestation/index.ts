@@ -6,7 +6,7 @@ export * from './requests.js';
 export * from './runtime.js';
 export * from './evaluator-identity.js';
 export * from './attestation-checks.js';
-export * from './fail-closed.js';
+export * from '../shared/fail-closed.js';
 export * from './security-events.js';
 export * from './attestation-service.js';
 export * from './attestation-verifier.js';

@@ -6,7 +6,7 @@ import { resolutionFingerprintOf } from './identity.js';
 import type { AttestationStore } from './ports.js';
 import type { OverrideResolution, SignedOverrideResolution } from './records.js';
 import { parseOverrideRequest } from './requests.js';
-import { audited, signed } from './fail-closed.js';
+import { audited, signed } from '../shared/fail-closed.js';
 import type { AttestationContext } from './security-events.js';
 
 export interface OverrideServiceDeps extends AttestationContext {

@@ -1,6 +1,6 @@
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { Hasher } from '../ports/crypto.js';
-import { audited } from './fail-closed.js';
+import { audited } from '../shared/fail-closed.js';
 import type { AttestationStore } from './ports.js';
 import type { SecurityEventKind } from './records.js';
 import type { AttestationRuntime } from './runtime.js';

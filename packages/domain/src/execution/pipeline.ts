@@ -1,4 +1,5 @@
 import { DomainError } from '../shared/errors.js';
+import { signed } from '../shared/fail-closed.js';
 import type { Caller } from '../identity/caller.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { Hasher, Signed, Signer } from '../ports/crypto.js';
@@ -129,13 +130,7 @@ export function assessmentOf(ctx: ExecutionContext, execution: Assessment['execu
 }
 
 /** Signs, or fails with SIGNING_UNAVAILABLE: nothing was executed. */
-export async function signOrFail<T extends object>(signer: Signer, record: T) {
-  try {
-    return await signer.sign(record);
-  } catch (e) {
-    throw fail('unavailable', 'Signing is unavailable; nothing was executed.', 'SIGNING_UNAVAILABLE', undefined, e);
-  }
-}
+export const signOrFail = <T extends object>(signer: Signer, record: T) => signed(() => signer.sign(record), 'Signing is unavailable; nothing was executed.');
 
 /**
  * An atomic write that claims the id: a duplicate is 409, any other failure 503 with `code`. The

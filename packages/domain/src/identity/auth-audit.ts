@@ -1,6 +1,7 @@
 import type { AuditEventStore, AuthEvent } from '../ports/audit.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { Signed, Signer } from '../ports/crypto.js';
+import { AUDIT_UNAVAILABLE_MESSAGE } from '../shared/fail-closed.js';
 import { signEvent, storeEvent, type AuditDeps } from './signed-audit.js';
 
 type Attempt = { callerId: string | null; method: string; route: string; outcome: AuthEvent['outcome'] };
@@ -15,7 +16,6 @@ export interface PendingAuthEvent {
   stored: boolean;
 }
 
-const FAILURE = 'Audit log is unavailable; the request was not processed.';
 
 /** One signed event per authentication attempt, successful or not (spec 6). Fails closed. */
 export class AuthenticationAudit {
@@ -35,7 +35,7 @@ export class AuthenticationAudit {
     const event = await signEvent(
       this.deps,
       (base): AuthEvent => ({ eventId: base.eventId, kind: 'caller-authentication', callerId: attempt.callerId, route: attempt.route, method: attempt.method, outcome: attempt.outcome, occurredAt: base.occurredAt }),
-      FAILURE,
+      AUDIT_UNAVAILABLE_MESSAGE,
     );
     return { event, stored: false };
   }
@@ -43,7 +43,7 @@ export class AuthenticationAudit {
   /** Stores a pending event unless a write of the request already did; AUDIT_UNAVAILABLE when it cannot. */
   async settle(pending: PendingAuthEvent): Promise<void> {
     if (pending.stored) return;
-    await storeEvent(this.deps.store, pending.event, FAILURE);
+    await storeEvent(this.deps.store, pending.event, AUDIT_UNAVAILABLE_MESSAGE);
     pending.stored = true;
   }
 }

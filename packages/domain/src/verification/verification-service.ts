@@ -9,6 +9,7 @@ import { checkExecutionChain, failed, notApplicable, resultOf } from './executio
 import type { ReceiptStore, VerificationStore } from './ports.js';
 import type { CheckResult, Receipt, ReplayResult, SignedReceipt, SignedVerification, Verification } from './records.js';
 import { isPlainObject } from '../shared/guards.js';
+import { signed } from '../shared/fail-closed.js';
 import type { LogLeaf, TransparencyProof } from '../transparency/records.js';
 
 export const TRUST_RECORD_NOT_FOUND = 'Execution Trust Record not found.';
@@ -264,11 +265,7 @@ export class VerificationService {
     }
   }
 
-  private async sign<T extends object>(record: T) {
-    try {
-      return await this.d.signer.sign(record);
-    } catch (e) {
-      throw new DomainError('unavailable', 'Signing is unavailable; nothing was stored.', 'SIGNING_UNAVAILABLE', undefined, { cause: e });
-    }
+  private sign<T extends object>(record: T) {
+    return signed(() => this.d.signer.sign(record));
   }
 }

@@ -1,8 +1,8 @@
-import { DomainError } from '../shared/errors.js';
+import { DomainError } from './errors.js';
 
 export const AUDIT_UNAVAILABLE_MESSAGE = 'Audit log is unavailable; the request was not processed.';
 
-/** Runs a write of the profile's audit; a failure is 503 AUDIT_UNAVAILABLE (auditing fails closed). */
+/** Runs an audit write; a failure is 503 AUDIT_UNAVAILABLE (auditing fails closed). */
 export async function audited<T>(write: () => Promise<T>, message = AUDIT_UNAVAILABLE_MESSAGE): Promise<T> {
   try {
     return await write();
