@@ -150,7 +150,7 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
       throw new DomainError('forbidden', 'Only a verified human (a USER key) may resolve an Execution Intent.', 'NON_HUMAN_CALLER_DENIED');
     }
     const id = idParam(req);
-    if (!UUID_V1_TO_V5.test(id)) throw new DomainError('not_found', 'Execution Intent not found.', 'EXECUTION_INTENT_NOT_FOUND');
+    if (!UUID_V1_TO_V5.test(id)) throw INTENT_NOT_FOUND();
     const body = req.body as { found?: unknown; note?: unknown } | undefined;
     if (
       typeof body !== 'object' || body === null ||

@@ -19,6 +19,7 @@ import { NONCE_PATTERN } from '../governance/step-up.js';
 import { DomainError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/guards.js';
 import { valueAtPath } from '../shared/request-paths.js';
+import { sameValue } from '../shared/same-value.js';
 import { parseRfc3339 } from '../shared/rfc3339.js';
 
 /** The caller id of the demo approver of sandbox mode. No key may use it. */
@@ -117,7 +118,7 @@ export class ApprovalChecker {
     if (declared && 'value' in declared) {
       if (scope.field !== 'value') throw refused(`the policy scopes approvals by value (${declared.value}); scope.field must be value`);
       const actual = valueAtPath(tx, declared.value);
-      if (actual === undefined || this.d.hasher.canonicalize(actual) !== this.d.hasher.canonicalize(scope.value)) throw refused(`scope.value is not the request's ${declared.value}`);
+      if (actual === undefined || !sameValue(this.d.hasher, actual, scope.value)) throw refused(`scope.value is not the request's ${declared.value}`);
       return;
     }
     if (scope.field !== 'resourceId') throw refused('the policy scopes approvals by resource; scope.field must be resourceId');

@@ -7,7 +7,6 @@
  * per question and accepted once. Which source is asked is the policy's, never the caller's.
  */
 import type { Clock } from '../ports/clock.js';
-import type { Hasher } from '../ports/crypto.js';
 import type { NonceGenerator, SingleUseLedger } from '../ports/single-use.js';
 import type { Egress } from '../egress/ports.js';
 import type { BusinessTransaction, TrustedSignal } from '../execution/records.js';
@@ -18,8 +17,6 @@ import { valueAtPath } from '../shared/request-paths.js';
 import { parseRfc3339 } from '../shared/rfc3339.js';
 import type { SignalSourceStore, SourceProofVerifier } from './ports.js';
 
-/** Default of SVC_SOURCE_TIMEOUT_MS: the one deadline of all the questions of a request. */
-export const SOURCE_TIMEOUT_MS_DEFAULT = 5000;
 /** The scope of used source nonces in the single-use ledger. */
 export const SOURCE_NONCE_SCOPE = 'source-nonce';
 
@@ -50,9 +47,6 @@ export function sourcedFacts(doc: { signalsSchema: Record<string, { type: Signal
 /** What a release carries of the Trusted Signals: the facts as conditions (spec 4.3.7). */
 export const conditionsOf = (signals: readonly TrustedSignal[]): ReleaseCondition[] =>
   signals.map((s) => ({ signal: s.signal, value: s.value, validUntil: s.validUntil, source: s.source }));
-
-/** Two JSON values are the same value (RFC 8785: 100 and 100.0 are one number). */
-export const sameValue = (hasher: Pick<Hasher, 'canonicalize'>, a: unknown, b: unknown): boolean => hasher.canonicalize(a) === hasher.canonicalize(b);
 
 export class SignalSourceClient {
   constructor(private readonly d: SourceAskingDeps) {}

@@ -11,7 +11,8 @@ import { markErrored, refuse, refusalDecision } from '../execution/stages.js';
 import { BOUND_SIGNAL_MISMATCH_RULE_ID, SOURCE_MISMATCH_RULE_ID, SOURCE_UNAVAILABLE_RULE_ID } from '../policy/document.js';
 import { isSent } from '../policy/evaluate.js';
 import { valueAtPath } from '../shared/request-paths.js';
-import { conditionsOf, sameValue, sourcedFacts } from './asking.js';
+import { sameValue } from '../shared/same-value.js';
+import { conditionsOf, sourcedFacts } from './asking.js';
 
 const failValidation = (ctx: ExecutionContext): void => {
   ctx.assessment.businessValidation.status = 'FAILED';

@@ -88,11 +88,6 @@ export class ExecutionService {
     return runStages(this.stages, ctx);
   }
 
-  /** Finalizes a RELEASED intent from its context (request path and restart recovery). */
-  finalize(id: string, context: ReleaseContext, callerId: string, businessTransactionHash: string): Promise<SignedTrustRecord | undefined> {
-    return finalizeIntent(this.d, id, context, callerId, businessTransactionHash);
-  }
-
   /**
    * At start: every intent a crash left RELEASED gets its Trust Record. Returns how many. Reads the
    * first page again after each round, because finalizing moves intents out of the list; a page of
@@ -109,7 +104,7 @@ export class ExecutionService {
       for (const { intent } of fresh) {
         tried.add(intent.businessTransactionId);
         const context = await this.d.store.getReleaseContext(intent.businessTransactionId);
-        if (context && (await this.finalize(intent.businessTransactionId, context, intent.callerId, intent.businessTransactionHash))) done++;
+        if (context && (await finalizeIntent(this.d, intent.businessTransactionId, context, intent.callerId, intent.businessTransactionHash))) done++;
       }
     }
   }

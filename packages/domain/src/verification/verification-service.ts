@@ -10,6 +10,7 @@ import type { ReceiptStore, VerificationStore } from './ports.js';
 import type { CheckResult, Receipt, ReplayResult, SignedReceipt, SignedVerification, Verification } from './records.js';
 import { isPlainObject } from '../shared/guards.js';
 import { signed } from '../shared/fail-closed.js';
+import { sameValue } from '../shared/same-value.js';
 import type { LogLeaf, TransparencyProof } from '../transparency/records.js';
 
 export const TRUST_RECORD_NOT_FOUND = 'Execution Trust Record not found.';
@@ -249,7 +250,7 @@ export class VerificationService {
     if (!isPlainObject(a)) return false;
     const pick = (d: Record<string, unknown>) => ({ action: d.action, reason: d.reason, requires_override: d.requires_override, matchedRuleId: d.matchedRuleId ?? null });
     try {
-      return this.d.hasher.canonicalize(pick(a)) === this.d.hasher.canonicalize(pick(b as unknown as Record<string, unknown>));
+      return sameValue(this.d.hasher, pick(a), pick(b as unknown as Record<string, unknown>));
     } catch {
       return false;
     }
