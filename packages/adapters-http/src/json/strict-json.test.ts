@@ -127,6 +127,16 @@ describe('parseStrictJson', () => {
     expect(() => parseStrictJson(text)).toThrow(new UnrepresentableJsonError(message));
   });
 
+  it.each([
+    ['escaped, in a value', '{"a":"x\\ud800"}', 'the string at $.a holds an unpaired surrogate'],
+    ['escaped, in a key', '{"\\udc00":1}', 'a key in $ holds an unpaired surrogate'],
+    // A body reader's UTF-8 never yields one; a text from elsewhere may.
+    ['raw, in a value', '{"a":["\ud800"]}', 'the string at $.a[0] holds an unpaired surrogate'],
+    ['raw, in a key', '{"a":{"\udfff":1}}', 'a key in $.a holds an unpaired surrogate'],
+  ])('refuses an unpaired surrogate %s', (_what, text, message) => {
+    expect(() => parseStrictJson(text)).toThrow(new UnrepresentableJsonError(message));
+  });
+
   it('does not take an escaped backslash followed by u0000 for U+0000', () => {
     expect(parseStrictJson('{"a":"\\\\u0000"}')).toEqual({ a: '\\u0000' });
   });

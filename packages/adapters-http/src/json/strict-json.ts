@@ -39,8 +39,7 @@ export function parseStrictJson(text: string): unknown {
   } catch (e) {
     throw new JsonSyntaxError((e as Error).message);
   }
-  assertNoDuplicateKeys(text);
-  assertRepresentable(value);
+  scan(text);
   return value;
 }
 
@@ -48,26 +47,19 @@ export function parseStrictJson(text: string): unknown {
  * Every string and key well-formed UTF-16 and free of U+0000, which PostgreSQL text cannot hold
  * and no id, name or reason needs. (Numbers are checked on their text, by the scan.)
  */
-function assertRepresentable(value: unknown, at = '$'): void {
-  if (typeof value === 'string') {
-    assertText(value, `the string at ${at}`);
-  } else if (Array.isArray(value)) {
-    value.forEach((v, i) => assertRepresentable(v, `${at}[${i}]`));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      assertText(k, `a key in ${at}`);
-      assertRepresentable(v, `${at}.${k}`);
-    }
-  }
-}
-
 function assertText(s: string, what: string): void {
   if (!s.isWellFormed()) throw new UnrepresentableJsonError(`${what} holds an unpaired surrogate`);
   if (s.includes('\u0000')) throw new UnrepresentableJsonError(`${what} holds U+0000`);
 }
 
-/** Assumes `text` is valid JSON (JSON.parse accepted it). */
-function assertNoDuplicateKeys(text: string): void {
+/**
+ * One pass over the text: no duplicate key, no nesting beyond MAX_JSON_DEPTH, every number exact,
+ * every string and key representable (assertText). Assumes `text` is valid JSON (JSON.parse
+ * accepted it), so an unescaped string holds no U+0000 (JSON refuses raw control characters); it
+ * holds an unpaired surrogate only if the text does, and only escaped strings need decoding.
+ */
+function scan(text: string): void {
+  const checkUnescaped = !text.isWellFormed();
   let i = 0;
   let depth = 0;
   const enter = (at: string): void => {
@@ -77,7 +69,7 @@ function assertNoDuplicateKeys(text: string): void {
   const skipWs = (): void => {
     while (i < n && WS.has(text.charCodeAt(i))) i++;
   };
-  const readString = (): string => {
+  const readString = (what: () => string): string => {
     const start = i; // at the opening quote
     i++;
     let escaped = false;
@@ -93,7 +85,9 @@ function assertNoDuplicateKeys(text: string): void {
     }
     i++; // closing quote
     const raw = text.slice(start, i);
-    return escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+    const decoded = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+    if (escaped || checkUnescaped) assertText(decoded, what());
+    return decoded;
   };
   const skipScalar = (): void => {
     while (i < n) {
@@ -108,7 +102,7 @@ function assertNoDuplicateKeys(text: string): void {
     if (c === 0x7b) return object(at);
     if (c === 0x5b) return array(at);
     if (c === 0x22) {
-      readString();
+      readString(() => `the string at ${at}`);
       return;
     }
     const start = i;
@@ -128,7 +122,7 @@ function assertNoDuplicateKeys(text: string): void {
     }
     for (;;) {
       skipWs();
-      const key = readString();
+      const key = readString(() => `a key in ${at}`);
       if (seen.has(key)) throw new DuplicateKeyError(key, at);
       seen.add(key);
       skipWs();
