@@ -6,7 +6,6 @@ import { simpleStatementOf } from './identity.js';
 import type { AttestationStore } from './ports.js';
 import type { AttestationVariant, SimpleStatement } from './records.js';
 import { parseAttestationBody, parseSimpleVerifyRequest } from './requests.js';
-import { manifestProblems } from './runtime.js';
 import { audited } from '../shared/fail-closed.js';
 import type { AttestationContext } from './security-events.js';
 
@@ -107,7 +106,7 @@ export class AttestationVerifier {
     const signed = typeof keyId === 'string' && this.d.verifier.verifyText(a.manifestHash, { keyId, signature: a.manifestSignature }).valid;
     if (!signed) return { outcome: 'failed', errors: ['manifestSignature: does not verify over manifestHash with the published keys'] };
     if (!known) return { outcome: 'unknown', errors: [`runtime: manifest ${a.manifestHash} is not a runtime manifest this deployment signed`] };
-    const errors = manifestProblems(this.d.hasher, this.d.verifier, known).map((p) => `runtime: the stored manifest: ${p}`);
+    const errors = this.d.runtime.problemsOf(known).map((p) => `runtime: the stored manifest: ${p}`);
     const m = known.manifest;
     const expected: Json = {
       manifestSignature: known.manifestSignature,

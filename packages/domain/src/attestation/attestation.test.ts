@@ -342,6 +342,28 @@ describe('POST /verify', () => {
     expect((await verdict({ ...a, execution_fingerprint: 'a'.repeat(64) })).errors).toContain('execution_fingerprint: does not recompute from the attestation');
   });
 
+  it('checks its own manifest once it holds, and a stored one each time it is asked', async () => {
+    const h = await harness();
+    let hashed = 0;
+    const counting: typeof hasher = { ...hasher, contentHash: (v) => (hashed++, hasher.contentHash(v)) };
+    const runtime = new AttestationRuntime({ store: h.store, signer: h.keys.signer, verifier: h.keys.verifier, hasher: counting, clock: h.clock, profile: 'attestation', trustRootVersion: 't', signerKeyId: 'k1' });
+    expect(runtime.selfCheck()).toBe(false);
+    await runtime.start(fakeRuntimeFacts());
+    hashed = 0;
+    expect(runtime.selfCheck()).toBe(true);
+    const once = hashed;
+    expect(once).toBeGreaterThan(0);
+    expect(runtime.selfCheck()).toBe(true);
+    expect(runtime.problemsOf(runtime.require())).toEqual([]);
+    expect(hashed).toBe(once);
+    // Another process's manifest (an equal copy here) is checked again on every question.
+    const stored = structuredClone(runtime.require());
+    expect(runtime.problemsOf(stored)).toEqual([]);
+    expect(runtime.problemsOf(stored)).toEqual([]);
+    expect(hashed).toBe(3 * once);
+    expect(runtime.problemsOf({ ...stored, manifestSignature: 'forged' })).toEqual(['manifestSignature: does not verify']);
+  });
+
   it('the manifest says what runtimeHash and evaluatorHash cover, and a manifest whose listed contents do not give its hashes does not hold', async () => {
     const h = await harness();
     const m = h.runtime.require();

@@ -63,6 +63,8 @@ export interface AttestationRuntimeDeps {
  */
 export class AttestationRuntime {
   #state: RuntimeState = { configured: false, reason: 'the runtime is starting' };
+  /** This process's own manifest once manifestProblems found none (see problemsOf). */
+  #ownHeld: SignedRuntimeManifest | undefined;
   readonly capabilities: readonly string[];
   readonly supportedSchemaVersions = SUPPORTED_SCHEMA_VERSIONS;
 
@@ -102,11 +104,22 @@ export class AttestationRuntime {
     return [...current, ...stored.filter((m) => !current.some((c) => c.manifestHash === m.manifestHash))];
   }
 
+  /**
+   * manifestProblems of `m`, remembered for this process's own manifest once it holds: that object
+   * never changes and published keys are only ever added, so a pass stays a pass. Its
+   * runtimeContents list every file of the production closure; hashing them again on every
+   * `GET /health` and `POST /verify` would be the same work each time.
+   */
+  problemsOf(m: SignedRuntimeManifest): string[] {
+    if (m === this.#ownHeld) return [];
+    const problems = manifestProblems(this.d.hasher, this.d.verifier, m);
+    if (problems.length === 0 && this.#state.configured && this.#state.manifest === m) this.#ownHeld = m;
+    return problems;
+  }
+
   /** `GET /health` `verification`: the running manifest's signature verifies with the published keys. */
   selfCheck(): boolean {
-    if (!this.#state.configured) return false;
-    const m = this.#state.manifest;
-    return manifestProblems(this.d.hasher, this.d.verifier, m).length === 0;
+    return this.#state.configured && this.problemsOf(this.#state.manifest).length === 0;
   }
 
   private async build(facts: RuntimeFacts | { error: string }): Promise<RuntimeState> {
