@@ -3,7 +3,7 @@
  * T"): the demo approver signs an approval of a sandbox action, valid 5 minutes, accepted once, so
  * that the override flow can be tried without a second human.
  */
-import { CAPABILITY_PATTERN, checkTransactionId } from '../execution/transaction-request.js';
+import { checkTransactionId, isCapability } from '../execution/transaction-request.js';
 import { namespaceOf } from '../execution/connectors.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { Hasher } from '../ports/crypto.js';
@@ -37,7 +37,7 @@ export class SandboxApprovals {
     for (const field of Object.keys(body)) if (!FIELDS.includes(field)) throw invalid(`${field} is not a field of a sandbox approval request (fields: ${FIELDS.join(', ')}).`);
     const businessTransactionId = checkTransactionId(body.businessTransactionId);
     const action = body.action;
-    if (typeof action !== 'string' || action.length > 128 || !CAPABILITY_PATTERN.test(action) || namespaceOf(action) !== SANDBOX_NAMESPACE) {
+    if (!isCapability(action) || namespaceOf(action) !== SANDBOX_NAMESPACE) {
       throw invalid('action must be a sandbox action (sandbox:<verb>): the demo approver approves nothing else.');
     }
     if (body.signals !== undefined && !isPlainObject(body.signals)) throw invalid('signals must be an object: the signals the request will carry.');

@@ -7,7 +7,7 @@
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
 import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import type { BusinessTransaction, CheckedGrant, GrantLimit } from '../execution/records.js';
-import { CAPABILITY_PATTERN } from '../execution/transaction-request.js';
+import { isCapability } from '../execution/transaction-request.js';
 import { SYSTEM_PROPOSER } from '../governance/change.js';
 import { invalid } from '../shared/errors.js';
 import { isPlainObject } from '../shared/guards.js';
@@ -116,7 +116,7 @@ export function readGrantProposal(input: unknown, now: Date): GrantProposalInput
     throw invalid(`grantee is required: the caller id of the agent (at most ${GRANTEE_MAX_LENGTH} characters).`);
   }
   if (grantee === SYSTEM_PROPOSER) throw invalid(`grantee must not be '${SYSTEM_PROPOSER}': it is the service itself.`);
-  if (typeof body.action !== 'string' || body.action.length > 128 || !CAPABILITY_PATTERN.test(body.action)) {
+  if (!isCapability(body.action)) {
     throw invalid('action is required: a capability namespace:verb (at most 128 characters), such as payments:transfer.');
   }
   const expiresAtMs = typeof body.expiresAt === 'string' ? parseRfc3339(body.expiresAt) : undefined;

@@ -9,6 +9,9 @@ import { isPlainObject } from '../shared/guards.js';
  */
 export const UUID_V1_TO_V5 = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 export const CAPABILITY_PATTERN = /^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*:[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$/;
+export const CAPABILITY_MAX_LENGTH = 128;
+/** A capability `namespace:verb` (CAPABILITY_PATTERN, at most CAPABILITY_MAX_LENGTH characters). */
+export const isCapability = (v: unknown): v is string => typeof v === 'string' && v.length <= CAPABILITY_MAX_LENGTH && CAPABILITY_PATTERN.test(v);
 
 export const INVALID_TRANSACTION_ID = 'businessTransactionId must be a valid UUID.';
 
@@ -63,7 +66,7 @@ export function parseBusinessTransaction(body: unknown): BusinessTransaction {
   if (authorization.action !== undefined && authorization.action !== intent.action) {
     throw invalid('authorization.action must match intent.action.');
   }
-  if (!CAPABILITY_PATTERN.test(intent.action as string) || (intent.action as string).length > 128) {
+  if (!isCapability(intent.action)) {
     throw invalid('intent.action must be a capability of the form namespace:verb.');
   }
 

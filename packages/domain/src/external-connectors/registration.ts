@@ -5,13 +5,12 @@
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
 import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
-import { CAPABILITY_PATTERN } from '../execution/transaction-request.js';
+import { CAPABILITY_MAX_LENGTH, CAPABILITY_PATTERN } from '../execution/transaction-request.js';
 import { namespaceOf } from '../execution/connectors.js';
 import { POLICY_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
 
 export const EXTERNAL_CONNECTOR_CHANGE_KIND = 'external-connector';
-export const CAPABILITY_MAX_LENGTH = 128;
 export const CONNECTOR_TIMEOUT_MS = { min: 1000, max: 30000, default: 10000 } as const;
 export const FORWARDED_PARAMETER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const FORWARDED_PARAMETERS_MAX = 100;
