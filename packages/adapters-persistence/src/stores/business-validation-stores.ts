@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { AuthorityGrant, AuthorityGrantStore, GrantLimit, Page, SignalSourceRegistration, SignalSourceStore, SingleUseLedger } from '@ets/domain';
 import { AuthorityGrantEntity, SignalSourceEntity, type AuthorityGrantRow, type SignalSourceRow } from '../entities/business-validation.js';
 import { TypeOrmRegistrationStore } from './registration-table.js';
-import { executeSerially, insertOrIgnore } from './serial-writes.js';
+import { insertOrIgnore, revokeOnce } from './serial-writes.js';
 import { storeBulk } from './store-transaction.js';
 import { oneByOne, type BulkWork } from './pg-group-commit.js';
 
@@ -54,13 +54,7 @@ export class TypeOrmAuthorityGrantStore implements AuthorityGrantStore {
   }
 
   async revoke(grantId: string, revokedAt: string, revokeChangeId: string): Promise<void> {
-    const [sql, params] = this.repo
-      .createQueryBuilder()
-      .update()
-      .set({ revokedAt, revokeChangeId })
-      .where('grant_id = :grantId AND revoked_at IS NULL', { grantId })
-      .getQueryAndParameters();
-    await executeSerially(this.ds, sql, params);
+    await revokeOnce(this.ds, AuthorityGrantEntity, 'grant_id', grantId, { revokedAt, revokeChangeId });
   }
 
   async get(grantId: string): Promise<AuthorityGrant | undefined> {

@@ -1,6 +1,6 @@
 import type { DataSource, EntitySchema, ObjectLiteral } from 'typeorm';
 import type { Page, Registration, RegistrationStore } from '@ets/domain';
-import { executeSerially, insertOrIgnore } from './serial-writes.js';
+import { insertOrIgnore, revokeOnce } from './serial-writes.js';
 
 /** The columns every registration table has beside its own (see migrations 0009 and 0014). */
 export interface RegistrationRow extends ObjectLiteral {
@@ -37,13 +37,7 @@ export class TypeOrmRegistrationStore<R extends Registration, Row extends Regist
   }
 
   async revoke(registrationId: string, revokedAt: string, revokeChangeId: string): Promise<void> {
-    const [sql, params] = this.repo
-      .createQueryBuilder()
-      .update()
-      .set({ revokedAt, revokeChangeId } as never)
-      .where('registration_id = :registrationId AND revoked_at IS NULL', { registrationId })
-      .getQueryAndParameters();
-    await executeSerially(this.ds, sql, params);
+    await revokeOnce(this.ds, this.entity, 'registration_id', registrationId, { revokedAt, revokeChangeId });
   }
 
   async active(key: string): Promise<R | undefined> {

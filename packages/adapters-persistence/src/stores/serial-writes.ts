@@ -25,3 +25,21 @@ export async function insertOrIgnore<T extends ObjectLiteral>(
   const [sql, params] = ds.createQueryBuilder().insert().into(entity).values(values).orIgnore().getQueryAndParameters();
   await executeSerially(ds, sql, params);
 }
+
+/** Marks a registry's row revoked unless it already is (the first revocation stays), as one write. */
+export async function revokeOnce<T extends ObjectLiteral>(
+  ds: DataSource,
+  entity: EntityTarget<T>,
+  idColumn: string,
+  id: string,
+  revocation: { revokedAt: string; revokeChangeId: string },
+): Promise<void> {
+  const [sql, params] = ds
+    .getRepository(entity)
+    .createQueryBuilder()
+    .update()
+    .set(revocation as never)
+    .where(`${idColumn} = :id AND revoked_at IS NULL`, { id })
+    .getQueryAndParameters();
+  await executeSerially(ds, sql, params);
+}
