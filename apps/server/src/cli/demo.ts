@@ -76,8 +76,9 @@ export async function demoCommand(argv: string[]): Promise<void> {
     if (Object.keys(values).length > 1) throw new CliError(`--setup takes no other option.\n${USAGE}`, 2);
     return setup(values.setup);
   }
-  const network = values.from !== undefined ? readNetwork(values.from) : undefined;
-  const credentials = resolveCredentials(values as Record<string, string | undefined>);
+  const demoEnv = values.from !== undefined ? readDemoEnv(values.from) : undefined;
+  const network = demoEnv ? readNetwork(demoEnv) : undefined;
+  const credentials = resolveCredentials(values as Record<string, string | undefined>, demoEnv);
   const baseUrl = values.url ?? defaultBaseUrl();
   let url: URL;
   try {
@@ -185,19 +186,26 @@ async function setup(dirArg: string): Promise<void> {
 
 // ---- credentials ---------------------------------------------------------------------------------
 
-/** Flags first, then DIR/demo.env of --from, then ETS_DEMO_* in the environment. */
-function resolveCredentials(values: Record<string, string | undefined>): DemoCredentials {
-  let fromFile: Record<string, string> = {};
-  let fromDir: string | undefined;
-  if (values.from !== undefined) {
-    fromDir = path.resolve(values.from);
-    const envFile = path.join(fromDir, ENV_FILE);
-    try {
-      fromFile = parseDotenv(readFileSync(envFile, 'utf8'));
-    } catch (e) {
-      throw new CliError(`cannot read ${envFile}: ${codeOrMessage(e)}. Run 'ets demo --setup ${values.from}' first (server stopped).`, 2);
-    }
+/** DIR/demo.env of --from, with the folder its relative paths are in. */
+interface DemoEnv {
+  dir: string;
+  values: Record<string, string>;
+}
+
+function readDemoEnv(dirArg: string): DemoEnv {
+  const dir = path.resolve(dirArg);
+  const envFile = path.join(dir, ENV_FILE);
+  try {
+    return { dir, values: parseDotenv(readFileSync(envFile, 'utf8')) };
+  } catch (e) {
+    throw new CliError(`cannot read ${envFile}: ${codeOrMessage(e)}. Run 'ets demo --setup ${dirArg}' first (server stopped).`, 2);
   }
+}
+
+/** Flags first, then DIR/demo.env of --from, then ETS_DEMO_* in the environment. */
+function resolveCredentials(values: Record<string, string | undefined>, demoEnv: DemoEnv | undefined): DemoCredentials {
+  const fromFile = demoEnv?.values ?? {};
+  const fromDir = demoEnv?.dir;
   const out: Partial<DemoCredentials> = {};
   const missing: string[] = [];
   for (const name of Object.keys(ENV) as (keyof typeof ENV)[]) {
@@ -226,14 +234,7 @@ function readStepUpKeys(c: DemoCredentials): { alice: string; bob: string } {
 }
 
 /** The demo network of a folder set up by `--setup` (absent in folders set up before it existed). */
-function readNetwork(dirArg: string): DemoNetwork | undefined {
-  const dir = path.resolve(dirArg);
-  let values: Record<string, string>;
-  try {
-    values = parseDotenv(readFileSync(path.join(dir, ENV_FILE), 'utf8'));
-  } catch {
-    return undefined; // reported by resolveCredentials
-  }
+function readNetwork({ dir, values }: DemoEnv): DemoNetwork | undefined {
   const dns = values[NETWORK_ENV.dns];
   const cert = values[NETWORK_ENV.cert];
   const key = values[NETWORK_ENV.key];
