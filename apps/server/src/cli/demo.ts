@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import dgram from 'node:dgram';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseDotenv } from 'dotenv';
@@ -10,6 +10,7 @@ import { startExampleReceiver, type ExampleReceiver } from '@ets/release-receive
 import type { ApiKeyRecord } from '@ets/domain';
 import { loadSettings } from '../config/settings.js';
 import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
+import { writeFileAtomic } from '../write-file-atomic.js';
 import { CliError, codeOrMessage, fetchProblem } from './errors.js';
 import { usageOf } from './usage.js';
 
@@ -108,8 +109,7 @@ async function setup(dirArg: string): Promise<void> {
   const stepUp = (name: string): { file: string; publicKeyPem: string } => {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
     const file = `${name}-step-up.pem`;
-    writeFileSync(path.join(dir, file), privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
-    chmodSync(path.join(dir, file), 0o600);
+    writeFileAtomic(path.join(dir, file), privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
     return { file, publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }) as string };
   };
   const alice = stepUp('alice');
@@ -147,8 +147,7 @@ async function setup(dirArg: string): Promise<void> {
   const caFile = path.join(dir, 'demo-ca.pem');
   writeFileSync(caFile, ca.certificatePem, { mode: 0o644 });
   writeFileSync(path.join(dir, 'receiver-cert.pem'), receiverTls.cert, { mode: 0o644 });
-  writeFileSync(path.join(dir, 'receiver-key.pem'), receiverTls.key, { mode: 0o600 });
-  chmodSync(path.join(dir, 'receiver-key.pem'), 0o600);
+  writeFileAtomic(path.join(dir, 'receiver-key.pem'), receiverTls.key, { mode: 0o600 });
   const dns = `127.0.0.1:${await freeUdpPort()}`;
   const env = [
     '# Written by `ets demo --setup`: the raw API keys of the demo callers and their step-up keys.',
@@ -163,8 +162,7 @@ async function setup(dirArg: string): Promise<void> {
     `${NETWORK_ENV.key}=receiver-key.pem`,
     '',
   ].join('\n');
-  writeFileSync(envFile, env, { mode: 0o600 });
-  chmodSync(envFile, 0o600);
+  writeFileAtomic(envFile, env, { mode: 0o600 });
   // No comments: `env $(cat DIR/server.env) npm start` takes it as it is.
   const serverEnv = ['SVC_SANDBOX=true', `SVC_DNS_SERVERS=${dns}`, 'SVC_EGRESS_ALLOW_CIDRS=127.0.0.0/8', `NODE_EXTRA_CA_CERTS=${caFile}`, ''].join('\n');
   writeFileSync(path.join(dir, SERVER_ENV_FILE), serverEnv, { mode: 0o644 });
