@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { config as loadDotenv } from 'dotenv';
-import { ConfigError } from './config/settings.js';
+import { ConfigError, DEFAULTS } from './config/settings.js';
 import { CliError } from './cli/errors.js';
 import { COMMANDS } from './cli/commands.js';
 import { commandNamed, helpOf, TOP_LEVEL_HELP, VERSION_FLAGS } from './cli/usage.js';
@@ -66,7 +66,7 @@ main(process.argv.slice(2)).catch((e: unknown) => {
   const listenProblem = LISTEN_ERRORS[err?.code ?? ''];
   if (listenProblem) {
     // Nothing was issued: a first start that cannot listen stores no key, so the next start issues one.
-    console.error(`ets: cannot listen on ${process.env.SVC_HOST ?? '127.0.0.1'}:${process.env.SVC_PORT ?? '8080'}: ${listenProblem} (${err.message ?? err.code}). Set SVC_HOST and SVC_PORT and start again.`);
+    console.error(`ets: cannot listen on ${process.env.SVC_HOST ?? DEFAULTS.host}:${process.env.SVC_PORT ?? DEFAULTS.port}: ${listenProblem} (${err.message ?? err.code}). Set SVC_HOST and SVC_PORT and start again.`);
     process.exit(1);
   }
   console.error(`ets: failed to start: ${err?.message ?? String(e)}`);

@@ -20,6 +20,7 @@ import { storageTargetFor } from './storage-target.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
 import { startMetricsListener, type MetricsListener } from './metrics/metrics-listener.js';
 import { ConnectionTracker, drainHttp } from './http-drain.js';
+import { answerClientError } from './http-client-errors.js';
 
 export { storageTargetFor };
 
@@ -203,5 +204,6 @@ function listen(httpApp: HttpApp, settings: Settings): Promise<Server> {
     server.once('error', reject);
     // Keep-alive sockets must not hold shutdown open longer than the in-flight requests need.
     server.keepAliveTimeout = 5000;
+    server.on('clientError', answerClientError);
   });
 }

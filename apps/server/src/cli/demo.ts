@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import dgram from 'node:dgram';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseDotenv } from 'dotenv';
@@ -10,6 +10,7 @@ import { startExampleReceiver, type ExampleReceiver } from '@ets/release-receive
 import type { ApiKeyRecord } from '@ets/domain';
 import { loadSettings } from '../config/settings.js';
 import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
+import { writeFileAtomic } from '../write-file-atomic.js';
 import { CliError, codeOrMessage, fetchProblem } from './errors.js';
 import { usageOf } from './usage.js';
 
@@ -76,8 +77,9 @@ export async function demoCommand(argv: string[]): Promise<void> {
     if (Object.keys(values).length > 1) throw new CliError(`--setup takes no other option.\n${USAGE}`, 2);
     return setup(values.setup);
   }
-  const network = values.from !== undefined ? readNetwork(values.from) : undefined;
-  const credentials = resolveCredentials(values as Record<string, string | undefined>);
+  const demoEnv = values.from !== undefined ? readDemoEnv(values.from) : undefined;
+  const network = demoEnv ? readNetwork(demoEnv) : undefined;
+  const credentials = resolveCredentials(values as Record<string, string | undefined>, demoEnv);
   const baseUrl = values.url ?? defaultBaseUrl();
   let url: URL;
   try {
@@ -107,8 +109,7 @@ async function setup(dirArg: string): Promise<void> {
   const stepUp = (name: string): { file: string; publicKeyPem: string } => {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
     const file = `${name}-step-up.pem`;
-    writeFileSync(path.join(dir, file), privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
-    chmodSync(path.join(dir, file), 0o600);
+    writeFileAtomic(path.join(dir, file), privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
     return { file, publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }) as string };
   };
   const alice = stepUp('alice');
@@ -146,8 +147,7 @@ async function setup(dirArg: string): Promise<void> {
   const caFile = path.join(dir, 'demo-ca.pem');
   writeFileSync(caFile, ca.certificatePem, { mode: 0o644 });
   writeFileSync(path.join(dir, 'receiver-cert.pem'), receiverTls.cert, { mode: 0o644 });
-  writeFileSync(path.join(dir, 'receiver-key.pem'), receiverTls.key, { mode: 0o600 });
-  chmodSync(path.join(dir, 'receiver-key.pem'), 0o600);
+  writeFileAtomic(path.join(dir, 'receiver-key.pem'), receiverTls.key, { mode: 0o600 });
   const dns = `127.0.0.1:${await freeUdpPort()}`;
   const env = [
     '# Written by `ets demo --setup`: the raw API keys of the demo callers and their step-up keys.',
@@ -162,8 +162,7 @@ async function setup(dirArg: string): Promise<void> {
     `${NETWORK_ENV.key}=receiver-key.pem`,
     '',
   ].join('\n');
-  writeFileSync(envFile, env, { mode: 0o600 });
-  chmodSync(envFile, 0o600);
+  writeFileAtomic(envFile, env, { mode: 0o600 });
   // No comments: `env $(cat DIR/server.env) npm start` takes it as it is.
   const serverEnv = ['SVC_SANDBOX=true', `SVC_DNS_SERVERS=${dns}`, 'SVC_EGRESS_ALLOW_CIDRS=127.0.0.0/8', `NODE_EXTRA_CA_CERTS=${caFile}`, ''].join('\n');
   writeFileSync(path.join(dir, SERVER_ENV_FILE), serverEnv, { mode: 0o644 });
@@ -185,19 +184,26 @@ async function setup(dirArg: string): Promise<void> {
 
 // ---- credentials ---------------------------------------------------------------------------------
 
-/** Flags first, then DIR/demo.env of --from, then ETS_DEMO_* in the environment. */
-function resolveCredentials(values: Record<string, string | undefined>): DemoCredentials {
-  let fromFile: Record<string, string> = {};
-  let fromDir: string | undefined;
-  if (values.from !== undefined) {
-    fromDir = path.resolve(values.from);
-    const envFile = path.join(fromDir, ENV_FILE);
-    try {
-      fromFile = parseDotenv(readFileSync(envFile, 'utf8'));
-    } catch (e) {
-      throw new CliError(`cannot read ${envFile}: ${codeOrMessage(e)}. Run 'ets demo --setup ${values.from}' first (server stopped).`, 2);
-    }
+/** DIR/demo.env of --from, with the folder its relative paths are in. */
+interface DemoEnv {
+  dir: string;
+  values: Record<string, string>;
+}
+
+function readDemoEnv(dirArg: string): DemoEnv {
+  const dir = path.resolve(dirArg);
+  const envFile = path.join(dir, ENV_FILE);
+  try {
+    return { dir, values: parseDotenv(readFileSync(envFile, 'utf8')) };
+  } catch (e) {
+    throw new CliError(`cannot read ${envFile}: ${codeOrMessage(e)}. Run 'ets demo --setup ${dirArg}' first (server stopped).`, 2);
   }
+}
+
+/** Flags first, then DIR/demo.env of --from, then ETS_DEMO_* in the environment. */
+function resolveCredentials(values: Record<string, string | undefined>, demoEnv: DemoEnv | undefined): DemoCredentials {
+  const fromFile = demoEnv?.values ?? {};
+  const fromDir = demoEnv?.dir;
   const out: Partial<DemoCredentials> = {};
   const missing: string[] = [];
   for (const name of Object.keys(ENV) as (keyof typeof ENV)[]) {
@@ -226,14 +232,7 @@ function readStepUpKeys(c: DemoCredentials): { alice: string; bob: string } {
 }
 
 /** The demo network of a folder set up by `--setup` (absent in folders set up before it existed). */
-function readNetwork(dirArg: string): DemoNetwork | undefined {
-  const dir = path.resolve(dirArg);
-  let values: Record<string, string>;
-  try {
-    values = parseDotenv(readFileSync(path.join(dir, ENV_FILE), 'utf8'));
-  } catch {
-    return undefined; // reported by resolveCredentials
-  }
+function readNetwork({ dir, values }: DemoEnv): DemoNetwork | undefined {
   const dns = values[NETWORK_ENV.dns];
   const cert = values[NETWORK_ENV.cert];
   const key = values[NETWORK_ENV.key];

@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   jwksNoteVerifiers,
@@ -14,6 +14,7 @@ import {
 import { CliError, codeOrMessage, fetchProblem } from './errors.js';
 import { usageOf } from './usage.js';
 import { FETCH_TIMEOUT_MS, loadJwks } from './jwks.js';
+import { writeFileAtomic } from '../write-file-atomic.js';
 
 const USAGE = usageOf('log monitor');
 const MAX_ANSWER_BYTES = 1_000_000;
@@ -170,11 +171,9 @@ function writeState(file: string, base: URL, checkpoint: Checkpoint, note: strin
     checkpoint: note,
     savedAt: new Date().toISOString(),
   };
-  // Write then rename: a crash never leaves half a state file, which would lose the saved head.
-  const temp = `${file}.${process.pid}.tmp`;
+  // Atomically: a crash never leaves half a state file, which would lose the saved head.
   try {
-    writeFileSync(temp, JSON.stringify(state, null, 2) + '\n');
-    renameSync(temp, file);
+    writeFileAtomic(file, JSON.stringify(state, null, 2) + '\n');
   } catch (e) {
     throw new CliError(`cannot write the state file ${file}: ${codeOrMessage(e)}`, 2);
   }

@@ -50,6 +50,16 @@ describe('the transparency log origin (SVC_LOG_ORIGIN)', () => {
   it.each(['has space', 'é', 'x'.repeat(257)])('refuses %j with one line naming the setting', (origin) => {
     expect(() => loadSettings({ SVC_LOG_ORIGIN: origin }, '/tmp')).toThrow(/^Invalid setting SVC_LOG_ORIGIN=/);
   });
+
+  it('says what SVC_ISSUER and SVC_LOG_ORIGIN accept, and reports the issuer first, as it is read first', () => {
+    expect(() => loadSettings({ SVC_LOG_ORIGIN: 'a b' }, '/tmp')).toThrow(
+      new ConfigError('Invalid setting SVC_LOG_ORIGIN="a b": accepted values are 1 to 256 visible ASCII characters, such as ets.example.com/log.'),
+    );
+    expect(() => loadSettings({ SVC_ISSUER: 'a b', SVC_SOURCE_TIMEOUT_MS: '1', SVC_LOG_ORIGIN: 'c d' }, '/tmp')).toThrow(
+      new ConfigError('Invalid setting SVC_ISSUER="a b": accepted values are 1 to 256 visible ASCII characters.'),
+    );
+    expect(() => loadSettings({ SVC_SOURCE_TIMEOUT_MS: '1', SVC_LOG_ORIGIN: 'c d' }, '/tmp')).toThrow(/^Invalid setting SVC_SOURCE_TIMEOUT_MS=/);
+  });
 });
 
 describe('metrics settings', () => {

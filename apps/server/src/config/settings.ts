@@ -184,19 +184,19 @@ function egress(env: Env, cwd: string): EgressSettings {
   return { dnsServers, allowCidrs, extraCa };
 }
 
-function issuer(env: Env): string {
-  const v = present(env, 'SVC_ISSUER') ?? DEFAULTS.issuer;
-  if (!/^[\x21-\x7e]{1,256}$/.test(v)) throw new ConfigError(`Invalid setting SVC_ISSUER=${JSON.stringify(v)}: accepted values are 1 to 256 visible ASCII characters.`);
+/** `v`, the value of setting `name`, if it is 1 to 256 visible ASCII characters; `example` ends the message. */
+function visibleAscii(name: string, v: string, example = ''): string {
+  if (!/^[\x21-\x7e]{1,256}$/.test(v)) throw new ConfigError(`Invalid setting ${name}=${JSON.stringify(v)}: accepted values are 1 to 256 visible ASCII characters${example}.`);
   return v;
+}
+
+function issuer(env: Env): string {
+  return visibleAscii('SVC_ISSUER', present(env, 'SVC_ISSUER') ?? DEFAULTS.issuer);
 }
 
 /** SVC_LOG_ORIGIN, by default `<SVC_ISSUER>/log`: C2SP tlog-checkpoint's origin, one line naming the log. */
 function logOrigin(env: Env, issuerName: string): string {
-  const v = present(env, 'SVC_LOG_ORIGIN') ?? `${issuerName}/log`;
-  if (!/^[\x21-\x7e]{1,256}$/.test(v)) {
-    throw new ConfigError(`Invalid setting SVC_LOG_ORIGIN=${JSON.stringify(v)}: accepted values are 1 to 256 visible ASCII characters, such as ets.example.com/log.`);
-  }
-  return v;
+  return visibleAscii('SVC_LOG_ORIGIN', present(env, 'SVC_LOG_ORIGIN') ?? `${issuerName}/log`, ', such as ets.example.com/log');
 }
 
 const requiredFor = (env: Env, name: string, provider: string, what: string): string => {
@@ -256,6 +256,8 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     }
   }
   const signingMode = oneOf(env, 'SVC_SIGNING_MODE', ['ed25519', 'hybrid'] as const, 'ed25519');
+  // Assigned where the issuer is read, so an invalid setting is still reported in the order the settings are read.
+  let issuerName: string;
   return {
     host,
     port: int(env, 'SVC_PORT', DEFAULTS.port, 0, 65535),
@@ -282,9 +284,9 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     shutdownTimeoutMs: int(env, 'SVC_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 0, 600_000),
     trustProxy: trustProxy(env),
     egress: egress(env, cwd),
-    issuer: issuer(env),
+    issuer: (issuerName = issuer(env)),
     sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
-    logOrigin: logOrigin(env, issuer(env)),
+    logOrigin: logOrigin(env, issuerName),
     metrics: metrics(env),
   };
 }

@@ -1,9 +1,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory } from '@ets/domain';
 import { ConfigError } from '../config/settings.js';
+import { writeFileAtomic } from '../write-file-atomic.js';
 
 export const RAW_KEY_PREFIX = 'pk_local_';
 
@@ -79,10 +80,7 @@ export class ApiKeyFile {
 
   write(records: ApiKeyRecord[]): void {
     mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify({ keys: records }, null, 2) + '\n', { mode: 0o600 });
-    chmodSync(tmp, 0o600);
-    renameSync(tmp, this.file);
+    writeFileAtomic(this.file, JSON.stringify({ keys: records }, null, 2) + '\n', { mode: 0o600 });
   }
 }
 

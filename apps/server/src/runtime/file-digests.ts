@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { writeFileAtomic } from '../write-file-atomic.js';
 
 const FORMAT = 'ets-runtime-digests-2';
 
@@ -63,8 +64,6 @@ export class FileDigests {
 
   /** Records the digests of the files asked for since this was opened (and only those), atomically. */
   save(file: string): void {
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify({ format: FORMAT, files: Object.fromEntries(this.#now) }));
-    renameSync(tmp, file);
+    writeFileAtomic(file, JSON.stringify({ format: FORMAT, files: Object.fromEntries(this.#now) }));
   }
 }

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { LogCheckpoint, PublishedCheckpoints } from '@ets/domain';
+import { writeFileAtomic } from '../write-file-atomic.js';
 
 /** The folder of the data dir that holds them; never restore it from a backup (see the guide, Backups). */
 export const PUBLISHED_CHECKPOINTS_DIR = 'transparency-log';
@@ -30,13 +31,8 @@ export class PublishedCheckpointFile implements PublishedCheckpoints {
     const kept = await this.latest(checkpoint.origin);
     if (kept && kept.treeSize >= checkpoint.treeSize) return;
     mkdirSync(this.location, { recursive: true, mode: 0o700 });
-    const file = this.#file(checkpoint.origin);
-    const temporary = `${file}.tmp`;
     const { origin, treeSize, rootHash, keyId, note } = checkpoint;
-    writeFileSync(temporary, `${JSON.stringify({ origin, treeSize, rootHash, keyId, note }, null, 2)}\n`, { mode: 0o600 });
-    sync(temporary);
-    renameSync(temporary, file);
-    sync(this.location);
+    writeFileAtomic(this.#file(origin), `${JSON.stringify({ origin, treeSize, rootHash, keyId, note }, null, 2)}\n`, { mode: 0o600, fsync: true });
     this.#kept.set(origin, checkpoint);
   }
 
@@ -59,14 +55,5 @@ export class PublishedCheckpointFile implements PublishedCheckpoints {
       throw new Error(`${file} is not a published checkpoint of ${origin}`);
     }
     return c as LogCheckpoint;
-  }
-}
-
-function sync(file: string): void {
-  const fd = openSync(file, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }

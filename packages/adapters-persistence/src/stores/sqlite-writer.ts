@@ -141,6 +141,8 @@ class SqliteWriter {
     this.sql = new SqliteStatements(this.db);
     this.walFd = openSync(`${file}-wal`, 'r+');
     this.checkpointer = new SqliteCheckpointer(file);
+    // SQLite truncates the log when this connection starts it again; see walSizeLimit.
+    this.db.pragma(`journal_size_limit = ${this.checkpointer.walSizeLimit}`);
   }
 
   /** Waits for the queued jobs, then closes the writer's connection and its checkpointer. */
