@@ -13,6 +13,6 @@ export async function signCompactJws(keys: SigningKeySource, typ: string, payloa
   // One snapshot: the kid in the header is always the key that signed.
   const active = keys.signingKeys();
   const input = `${b64url(JSON.stringify({ alg: 'EdDSA', kid: active.keyId, typ }))}.${b64url(payload)}`;
-  const { signature } = await active.sign(Buffer.from(input, 'ascii'));
+  const signature = await active.signEd25519(Buffer.from(input, 'ascii'));
   return `${input}.${Buffer.from(signature, 'base64').toString('base64url')}`;
 }

@@ -24,6 +24,11 @@ export interface ProducedSignatures {
 /** The keys new signatures are made with, as one consistent snapshot (rotation swaps it whole). */
 export interface ActiveSigningKeys extends ActiveKeyIds {
   sign(data: Uint8Array): Promise<ProducedSignatures>;
+  /**
+   * The base64 Ed25519 signature alone, for what carries no other (a compact JWS, a checkpoint, a
+   * chain link): in hybrid mode `sign` would also make an ML-DSA-65 signature nobody keeps.
+   */
+  signEd25519(data: Uint8Array): Promise<string>;
 }
 
 /** A key and its metadata, as listed for operators (never private material). */

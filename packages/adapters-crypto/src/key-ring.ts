@@ -125,14 +125,7 @@ export class KeyRing implements KeyProvider {
     return { kind: 'rotated', active: this.activeKeyIds };
   }
 
-  /** Re-reads the key files and signs with the active key they name (after another process rotated). */
-  async reload(): Promise<void> {
-    const records = await this.#store.readMetadata();
-    if (!records) throw new KeyRingError(`${this.#store.metadataPath} has disappeared`);
-    this.#state = await loadState(this.#store, records, this.#mode);
-  }
-
-  /** Re-reads keys.json for its public keys; the signing key changes only on restart or reload. */
+  /** Re-reads keys.json for its public keys; the signing key changes only on restart or on a rotation by this process. */
   async refresh(): Promise<void> {
     const records = await this.#store.readMetadata();
     if (!records) return;

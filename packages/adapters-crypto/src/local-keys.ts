@@ -56,10 +56,12 @@ export function localSigningKeys(
   edKey: KeyObject,
   pq: { keyId: string; key: MlDsa65PrivateKey } | undefined,
 ): ActiveSigningKeys {
+  const signEd25519 = async (data: Uint8Array): Promise<string> => nodeSign(null, data, edKey).toString('base64');
   if (!pq) {
     return Object.freeze({
       keyId,
-      sign: async (data: Uint8Array): Promise<ProducedSignatures> => ({ signature: nodeSign(null, data, edKey).toString('base64') }),
+      sign: async (data: Uint8Array): Promise<ProducedSignatures> => ({ signature: await signEd25519(data) }),
+      signEd25519,
     });
   }
   const pqKey = pq.key;
@@ -67,9 +69,10 @@ export function localSigningKeys(
     keyId,
     pqKeyId: pq.keyId,
     sign: async (data: Uint8Array): Promise<ProducedSignatures> => ({
-      signature: nodeSign(null, data, edKey).toString('base64'),
+      signature: await signEd25519(data),
       pqSignature: encodeBase64(pqKey.sign(data)),
     }),
+    signEd25519,
   });
 }
 

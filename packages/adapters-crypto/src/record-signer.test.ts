@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { canonicalize } from './canonical-json.js';
+import { signCompactJws } from './compact-jws.js';
 import { KeyRing } from './key-ring.js';
 import { JwksSignatureVerifier, verifyDetached, verifyRecord } from './node-verifier.js';
 import { KeyRingSigner } from './record-signer.js';
@@ -191,5 +192,19 @@ describe('KeyRingSigner + verifyRecord, hybrid mode', () => {
     expect(verifyDetached('chain', { ...fields, pqSignature: flipBase64(fields.pqSignature!) }, ring.jwks()).errors).toEqual([
       'pqSignature: does not verify',
     ]);
+  });
+
+  it('signs detached text with Ed25519 alone when asked: the same signature, no ML-DSA-65 one', async () => {
+    const both = await signer.signText('chain');
+    const ed25519 = await signer.signText('chain', 'ed25519');
+    expect(ed25519).toEqual({ keyId: ring.activeKeyIds.keyId, signature: both.signature });
+    expect(verifyDetached('chain', ed25519, ring.jwks()).valid).toBe(true);
+  });
+
+  it('signs a compact JWS with the Ed25519 key: the signature over the signing input that `sign` makes', async () => {
+    const [header, payload, signature] = (await signCompactJws(ring, 'test+jwt', '{"n":1}')).split('.') as [string, string, string];
+    expect(JSON.parse(Buffer.from(header, 'base64url').toString('utf8'))).toEqual({ alg: 'EdDSA', kid: ring.activeKeyIds.keyId, typ: 'test+jwt' });
+    const produced = await ring.signingKeys().sign(Buffer.from(`${header}.${payload}`, 'ascii'));
+    expect(Buffer.from(signature, 'base64url').toString('base64')).toBe(produced.signature);
   });
 });

@@ -59,8 +59,9 @@ export class KeyRingSigner implements Signer {
     return signed as Signed<T>;
   }
 
-  async signText(text: string): Promise<SignatureFields> {
+  async signText(text: string, only?: 'ed25519'): Promise<SignatureFields> {
     const active = this.keys.signingKeys();
+    if (only === 'ed25519') return { keyId: active.keyId, signature: await active.signEd25519(Buffer.from(text, 'utf8')) };
     const produced = await active.sign(Buffer.from(text, 'utf8'));
     const fields: SignatureFields = { keyId: active.keyId, signature: produced.signature };
     if (active.pqKeyId !== undefined && produced.pqSignature !== undefined) {

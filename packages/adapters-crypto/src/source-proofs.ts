@@ -8,9 +8,8 @@ export { SOURCE_KEY_ID_PREFIX, sourceProofStatement } from './source-proof-check
 
 /** The key id of an Ed25519 public key in SPKI PEM form, or undefined when the text is not one. */
 export function sourceKeyIdOf(publicKeyPem: string): string | undefined {
-  const key = parseEd25519PublicKeyPem(publicKeyPem);
-  const x = key?.export({ format: 'jwk' }).x;
-  return typeof x === 'string' ? `${SOURCE_KEY_ID_PREFIX}${x}` : undefined;
+  const x = parseEd25519PublicKeyPem(publicKeyPem);
+  return x === undefined ? undefined : `${SOURCE_KEY_ID_PREFIX}${x}`;
 }
 
 /** True when `proof` verifies with the key `keyId` over the canonical statement. Never throws. */

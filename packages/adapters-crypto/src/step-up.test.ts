@@ -1,5 +1,5 @@
 import { describe, it, expect } from '@jest/globals';
-import { generateKeyPairSync } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
 import { Ed25519StepUpVerifier, isEd25519PublicKeyPem, signStepUpPayload } from './step-up.js';
 
 function checkerKeys() {
@@ -47,6 +47,17 @@ describe('step-up envelopes', () => {
     cyclic.self = cyclic;
     expect(verifier.verify(publicPem, cyclic, signature)).toBe(false);
     expect(verifier.verify(undefined as never, payload, undefined as never)).toBe(false);
+  });
+
+  it('refuses a signature under a small-order key, which OpenSSL alone accepts for any payload', () => {
+    const identity = Buffer.alloc(32);
+    identity[0] = 1;
+    const spki = Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), identity]);
+    const weakPem = createPublicKey({ key: spki, format: 'der', type: 'spki' }).export({ type: 'spki', format: 'pem' }) as string;
+    const forged = Buffer.alloc(64);
+    forged[0] = 1;
+    expect(verify(null, Buffer.from('any payload'), createPublicKey(weakPem), forged)).toBe(true);
+    expect(verifier.verify(weakPem, payload, forged.toString('base64'))).toBe(false);
   });
 
   it('accepts only Ed25519 public key PEMs as step-up keys', () => {

@@ -3,9 +3,10 @@
  * Ed25519 key; the server holds only the registered public key PEM.
  */
 import type { StepUpSignatureVerifier } from '@ets/domain';
-import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, sign as nodeSign, type KeyObject } from 'node:crypto';
 import { decodeBase64Strict } from './base64.js';
 import { canonicalize } from './canonical-json.js';
+import { nodeVerifyCrypto } from './node-verify-crypto.js';
 
 const PUBLIC_KEY_PEM = /^\s*-----BEGIN PUBLIC KEY-----\r?\n[A-Za-z0-9+/=\r\n]+-----END PUBLIC KEY-----\s*$/;
 
@@ -18,39 +19,36 @@ export function isEd25519PublicKeyPem(pem: unknown): boolean {
   return parseEd25519PublicKeyPem(pem) !== undefined;
 }
 
-export function parseEd25519PublicKeyPem(pem: unknown): KeyObject | undefined {
+/** The raw public key (base64url, the JWK `x`) of an Ed25519 public key in SPKI PEM form. */
+export function parseEd25519PublicKeyPem(pem: unknown): string | undefined {
   if (typeof pem !== 'string' || !PUBLIC_KEY_PEM.test(pem)) return undefined;
   try {
     const key = createPublicKey({ key: pem.trim(), format: 'pem' });
-    return key.type === 'public' && key.asymmetricKeyType === 'ed25519' ? key : undefined;
+    if (key.type !== 'public' || key.asymmetricKeyType !== 'ed25519') return undefined;
+    const { x } = key.export({ format: 'jwk' });
+    return typeof x === 'string' ? x : undefined;
   } catch {
     return undefined;
   }
 }
 
+/**
+ * Verifies with the records' own Ed25519 verifier, which keeps the imported key per raw key and
+ * refuses small-order keys (under which OpenSSL accepts a signature anyone can make). The PEM is
+ * parsed on every call: a step-up signature is one human decision, not a hot path.
+ */
 export class Ed25519StepUpVerifier implements StepUpSignatureVerifier {
-  // Checkers are few and approve repeatedly; parsing a PEM costs more than the verification.
-  readonly #keys = new Map<string, KeyObject | undefined>();
-
   /** False for any malformed key, payload or signature; never throws. */
   verify(publicKeyPem: string, payload: unknown, signatureBase64: string): boolean {
     try {
-      const key = this.#key(publicKeyPem);
+      const x = parseEd25519PublicKeyPem(publicKeyPem);
       const signature = decodeBase64Strict(signatureBase64);
-      if (!key || !signature || signature.length !== 64) return false;
+      if (x === undefined || !signature || signature.length !== 64) return false;
       if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return false;
-      return nodeVerify(null, Buffer.from(canonicalize(payload), 'utf8'), key, signature);
+      return nodeVerifyCrypto.ed25519(Buffer.from(x, 'base64url'))(Buffer.from(canonicalize(payload), 'utf8'), signature);
     } catch {
       return false;
     }
-  }
-
-  #key(pem: string): KeyObject | undefined {
-    if (this.#keys.has(pem)) return this.#keys.get(pem);
-    const key = parseEd25519PublicKeyPem(pem);
-    if (this.#keys.size >= 1024) this.#keys.clear();
-    this.#keys.set(pem, key);
-    return key;
   }
 }
 

@@ -1,5 +1,5 @@
 import { sha256 } from '@noble/hashes/sha2.js';
-import { canonicalize, toHex, utf8 } from '@ets/adapters-crypto/portable';
+import { canonicalHasher } from '@ets/adapters-crypto/portable';
 import { signCanonical, type Ed25519PrivateKey } from './keys.js';
 import { randomNonce, randomUuid } from './random.js';
 import { expiresAfter } from './step-up.js';
@@ -50,9 +50,11 @@ export interface ApprovalOptions {
 
 export const APPROVAL_DEFAULT_TTL_SECONDS = 300;
 
+const hasher = canonicalHasher(sha256);
+
 /** `signalsHash` of an approval: SHA-256 hex of the canonical signals, `{}` when there are none. */
 export function approvalSignalsHash(signals: Record<string, unknown> | undefined): string {
-  return toHex(sha256(utf8(canonicalize(signals ?? {}))));
+  return hasher.contentHash(signals ?? {});
 }
 
 /**

@@ -108,6 +108,8 @@ describe.each([
       const chain = await signer.signText('a1b2c3');
       expect(verifyDetached('a1b2c3', chain, jwks).valid).toBe(true);
       expect(verifyDetached('a1b2c4', chain, jwks).valid).toBe(false);
+      // Ed25519 is deterministic: the Ed25519-only path makes the very same signature.
+      expect(await signer.signText('a1b2c3', 'ed25519')).toEqual(chain);
     });
 
     it('keeps its keyIds across a restart', async () => {
@@ -166,6 +168,8 @@ describe.each([
       expect(keys.jwks().keys.find((k) => k.kid === record.pqKeyId)).toMatchObject({ kty: 'AKP', alg: 'ML-DSA-65' });
       expect(verifyRecord(record, keys.jwks()).valid).toBe(true);
       expect(verifyRecord({ ...record, pqSignature: undefined }, keys.jwks()).valid).toBe(false);
+      const data = Buffer.from('a1b2c3');
+      expect(await keys.signingKeys().signEd25519(data)).toBe((await keys.signingKeys().sign(data)).signature);
     });
   },
 );

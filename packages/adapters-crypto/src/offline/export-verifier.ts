@@ -1,9 +1,9 @@
 import type { JwksLike } from '../jwk.js';
 import { nodeVerifyCrypto } from '../node-verify-crypto.js';
-import { equalBytes, toHex } from '../transparency/bytes.js';
+import { equalBytes } from '../transparency/bytes.js';
 import { checkSignedCheckpoint, type VerifiedCheckpoint } from '../transparency/log-proofs.js';
 import { jwksNoteVerifiers } from '../transparency/node-ed25519.js';
-import type { VerifyCrypto } from '../verify-crypto.js';
+import type { NoteVerifier } from '../transparency/signed-note.js';
 import { isObject } from './fields.js';
 import { unwrapServedRecord } from './unwrap.js';
 import { detectKind, verifyOfflineWith, type OfflineRecordKind } from './verify-offline.js';
@@ -116,9 +116,11 @@ export class ExportVerifier {
   private expected = 0;
   private readonly counts = { missing: 0, outOfOrder: 0, unproven: 0 };
   private ended?: ExportSummary;
-  private readonly crypto = exportCrypto();
+  private readonly notes: readonly NoteVerifier[];
 
-  constructor(private readonly jwks: JwksLike) {}
+  constructor(private readonly jwks: JwksLike) {
+    this.notes = jwksNoteVerifiers(jwks).map(rememberingLastAnswer);
+  }
 
   /** Checks the next line (its text); returns its failure, if any. */
   addLine(text: string): LineFailure | undefined {
@@ -140,7 +142,7 @@ export class ExportVerifier {
     const kind = typeof value.kind === 'string' ? value.kind : 'unknown';
     const problems: string[] = [];
     if (kind !== detected) problems.push(`kind: the line says ${JSON.stringify(value.kind)}, the record is ${detected}`);
-    const report = verifyOfflineWith(this.crypto, record, this.jwks, { transparency });
+    const report = verifyOfflineWith(nodeVerifyCrypto, record, this.jwks, { transparency, notes: this.notes });
     for (const c of report.checks) if (!c.ok) problems.push(`${c.name}: ${c.detail ?? 'failed'}`);
     problems.push(...this.place(transparency, report.checks.find((c) => c.name === 'inclusion')?.ok === true));
     if (detected === 'execution-trust-record') problems.push(...this.link(record as Record<string, unknown>));
@@ -197,7 +199,7 @@ export class ExportVerifier {
       problems.push(`header: the first line is not {"export": {"format": "${EXPORT_FORMAT}", …}} (an export of another version, or not an export)`);
       return this.headerFailure(problems);
     }
-    const opened = checkSignedCheckpoint(h.checkpoint, jwksNoteVerifiers(this.jwks), 'header.checkpoint');
+    const opened = checkSignedCheckpoint(h.checkpoint, this.notes, 'header.checkpoint');
     if ('error' in opened) return this.headerFailure([opened.error]);
     const checkpoint = opened.checkpoint;
     const period = isObject(h.period) ? { ...(typeof h.period.since === 'string' ? { since: h.period.since } : {}), ...(typeof h.period.until === 'string' ? { until: h.period.until } : {}) } : undefined;
@@ -289,30 +291,20 @@ export class ExportVerifier {
 }
 
 /**
- * Node's crypto (which keeps one verifier per key), with the answers for the last few signatures
- * kept: every line carries the same checkpoint, whose signature is then checked once, not once a
- * line. (The same key, message and signature always give the same answer.)
+ * Every line's proof is to the header's checkpoint, so each key remembers its last answer: that
+ * checkpoint's signature is checked once, not once a line. (The same key, message and signature
+ * always give the same answer.)
  */
-function exportCrypto(): VerifyCrypto {
-  const answers = new Map<string, { message: Uint8Array; ok: boolean }>();
+function rememberingLastAnswer(verifier: NoteVerifier): NoteVerifier {
+  let last: { message: Uint8Array; signature: Uint8Array; ok: boolean } | undefined;
   return {
-    ...nodeVerifyCrypto,
-    ed25519(publicKey) {
-      const key = toHex(publicKey);
-      const check = nodeVerifyCrypto.ed25519(publicKey);
-      return (message, signature) => {
-        const id = `${key}:${toHex(signature)}`;
-        const known = answers.get(id);
-        if (known && equalBytes(known.message, message)) {
-          answers.delete(id);
-          answers.set(id, known);
-          return known.ok;
-        }
-        const ok = check(message, signature);
-        answers.set(id, { message: Uint8Array.from(message), ok });
-        if (answers.size > 8) answers.delete(answers.keys().next().value!);
-        return ok;
-      };
+    keyName: verifier.keyName,
+    keyId: verifier.keyId,
+    verify(message, signature) {
+      if (last && equalBytes(last.message, message) && equalBytes(last.signature, signature)) return last.ok;
+      const ok = verifier.verify(message, signature);
+      last = { message: Uint8Array.from(message), signature: Uint8Array.from(signature), ok };
+      return ok;
     },
   };
 }

@@ -74,6 +74,7 @@ import { JwksSignatureVerifier } from '../offline-verifier.js';
 import { checkInclusion } from '../transparency/log-proofs.js';
 import { fromBase64Url, toBase64 } from '../transparency/bytes.js';
 import { noteVerifiersFromJwks } from '../transparency/note-keys.js';
+import type { NoteVerifier } from '../transparency/signed-note.js';
 import type { VerifyCrypto } from '../verify-crypto.js';
 import * as f from './fields.js';
 
@@ -148,6 +149,11 @@ export function detectKind(value: unknown): OfflineRecordKind {
 export interface OfflineOptions {
   /** A transparency proof (`{ leafIndex, treeSize, hashes, checkpoint }`) of the record itself, served or exported beside it. */
   transparency?: unknown;
+  /**
+   * The note verifiers of the JWKS's Ed25519 keys, for a caller that checks many records against
+   * one JWKS (an export) and builds them once; else they are made from the JWKS for each record.
+   */
+  notes?: readonly NoteVerifier[];
 }
 
 /**
@@ -161,7 +167,7 @@ export function verifyOfflineWith(crypto: VerifyCrypto, record: unknown, jwks: J
   }
   // A confirmation proof is checked as its decoded parts; its leaf is still H(C(the JWS string)).
   const r = kind === 'confirmation-proof' ? openJws(record as string) : (record as Record<string, unknown>);
-  const v = verifying(jwks, crypto);
+  const v = verifying(jwks, crypto, options.notes);
   const checks: OfflineCheck[] = signatureChecks(kind, r, v);
   for (const [name, run] of CHECKS[kind]) checks.push(guarded(name, () => run(r, v)));
   if (trustedSignalsOf(r).length > 0) checks.push(guarded('sourceProofs', () => sourceProofs(r, v)));
@@ -180,17 +186,20 @@ interface Verifying {
   hasher: Hasher;
   signatures: JwksSignatureVerifier;
   crypto: VerifyCrypto;
+  notes?: readonly NoteVerifier[];
 }
 
-function verifying(jwks: JwksLike, crypto: VerifyCrypto): Verifying {
+function verifying(jwks: JwksLike, crypto: VerifyCrypto, notes: readonly NoteVerifier[] | undefined): Verifying {
   // A function, so that a JWKS without a `keys` list (untrusted input) is taken as a key set that has no keys.
-  return { jwks, crypto, hasher: canonicalHasher(crypto.sha256), signatures: new JwksSignatureVerifier(() => jwks, crypto) };
+  const v: Verifying = { jwks, crypto, hasher: canonicalHasher(crypto.sha256), signatures: new JwksSignatureVerifier(() => jwks, crypto) };
+  if (notes) v.notes = notes;
+  return v;
 }
 
 /** The leaf (hex leaf input) is in the tree of the proof's signed checkpoint. */
 function logInclusion(what: string, leaf: unknown, proof: unknown, v: Verifying): Outcome {
   if (typeof leaf !== 'string' || !/^[0-9a-f]{64}$/.test(leaf)) return { errors: [`${what}'s leaf hash is not a lower-case hex SHA-256`] };
-  const notes = noteVerifiersFromJwks(v.jwks, (publicKey, message, signature) => v.crypto.ed25519(publicKey)(message, signature));
+  const notes = v.notes ?? noteVerifiersFromJwks(v.jwks, (publicKey, message, signature) => v.crypto.ed25519(publicKey)(message, signature));
   const result = checkInclusion(leaf, proof, notes);
   if (!result.ok) return { errors: result.errors };
   const { origin, treeSize, signedBy } = result.checkpoint;

@@ -171,21 +171,23 @@ export class Pkcs11KeyProvider implements KeyProvider {
     // Object handles live as long as the module's state; after a module reset the key is found
     // again by its CKA_ID for the next signature.
     let handle: Handle | undefined = privateKey;
+    const signEd25519 = (data: Uint8Array): Promise<string> =>
+      this.#pool.use(async (session) => {
+        handle ??= this.#privateKeyOf(session, key);
+        try {
+          lib.C_SignInit(session, { mechanism: CKM_EDDSA }, handle);
+          // Off the event loop: a network HSM may take milliseconds per signature.
+          const signature = await lib.C_SignAsync(session, Buffer.from(data.buffer, data.byteOffset, data.byteLength), Buffer.alloc(ED25519_SIGNATURE_BYTES));
+          return signature.toString('base64');
+        } catch (e) {
+          if (codeOf(e) === binding.CKR_KEY_HANDLE_INVALID || codeOf(e) === binding.CKR_OBJECT_HANDLE_INVALID) handle = undefined;
+          throw e;
+        }
+      });
     return Object.freeze({
       keyId: key.keyId,
-      sign: (data: Uint8Array) =>
-        this.#pool.use(async (session) => {
-          handle ??= this.#privateKeyOf(session, key);
-          try {
-            lib.C_SignInit(session, { mechanism: CKM_EDDSA }, handle);
-            // Off the event loop: a network HSM may take milliseconds per signature.
-            const signature = await lib.C_SignAsync(session, Buffer.from(data.buffer, data.byteOffset, data.byteLength), Buffer.alloc(ED25519_SIGNATURE_BYTES));
-            return { signature: signature.toString('base64') };
-          } catch (e) {
-            if (codeOf(e) === binding.CKR_KEY_HANDLE_INVALID || codeOf(e) === binding.CKR_OBJECT_HANDLE_INVALID) handle = undefined;
-            throw e;
-          }
-        }),
+      sign: async (data: Uint8Array) => ({ signature: await signEd25519(data) }),
+      signEd25519,
     });
   }
 

@@ -12,8 +12,8 @@ export interface PublicKeyDirectory {
  * Signs checkpoints through the service's `Signer` (the key ring's active Ed25519 key: Ed25519
  * signs the note text itself, which is what `signText` signs). The note's key name is the key's
  * `kid`, and its key ID is derived from that name and the public key in the JWKS, so an auditor
- * needs nothing but the JWKS. In hybrid mode the ML-DSA-65 signature `signText` also makes is not
- * used: signed-note has no type for it.
+ * needs nothing but the JWKS. Ed25519 only, also in hybrid mode: signed-note has no type for an
+ * ML-DSA-65 signature.
  */
 export class NoteCheckpointSigner implements CheckpointSigner {
   constructor(
@@ -28,7 +28,7 @@ export class NoteCheckpointSigner implements CheckpointSigner {
     const rootHash = fromHex(head.rootHash);
     if (!rootHash) throw new CheckpointError('the root hash must be lower-case hex');
     const text = formatCheckpoint({ origin: this.origin, treeSize: head.treeSize, rootHash });
-    const produced = await this.signer.signText(text);
+    const produced = await this.signer.signText(text, 'ed25519');
     const jwk = this.keys.publicKey(produced.keyId);
     const publicKey = jwk?.kty === 'OKP' ? fromBase64Url(jwk.x) : undefined;
     const signature = fromBase64(produced.signature);

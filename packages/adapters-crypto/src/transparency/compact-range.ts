@@ -22,12 +22,6 @@ export interface StoredNode extends NodeId {
 
 export const EMPTY_RANGE: CompactRange = Object.freeze({ size: 0, border: Object.freeze([]) as readonly Uint8Array[] });
 
-/** The nodes whose hashes make up the border of a tree of `size` leaves (to rebuild it from storage). */
-export function borderNodeIds(size: number): NodeId[] {
-  if (!Number.isSafeInteger(size) || size < 0) throw new MerkleTreeError(`tree size ${String(size)} is not a non-negative safe integer`);
-  return completeSubtrees(0, size);
-}
-
 /** The root hash of the tree the range covers. */
 export function compactRangeRoot(range: CompactRange, hasher: MerkleHasher = rfc9162): Uint8Array {
   checkRange(range);

@@ -15,7 +15,7 @@ export {
   type NodeReader,
   type ProofStep,
 } from './merkle-tree.js';
-export { appendToCompactRange, borderNodeIds, compactRangeRoot, EMPTY_RANGE, type CompactRange, type StoredNode } from './compact-range.js';
+export { appendToCompactRange, compactRangeRoot, EMPTY_RANGE, type CompactRange, type StoredNode } from './compact-range.js';
 export { rootFromInclusionProof, verifyConsistency, verifyInclusion } from './merkle-verify.js';
 export {
   ed25519NoteKeyId,

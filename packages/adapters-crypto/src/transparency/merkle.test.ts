@@ -2,10 +2,10 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { appendToCompactRange, borderNodeIds, compactRangeRoot, EMPTY_RANGE, type CompactRange, type StoredNode } from './compact-range.js';
+import { appendToCompactRange, compactRangeRoot, EMPTY_RANGE, type CompactRange, type StoredNode } from './compact-range.js';
 import { fromBase64, fromHex, toHex } from './bytes.js';
 import { merkleHasher, rfc9162 } from './merkle-hasher.js';
-import { consistencyProof, inclusionProof, MerkleTreeError, treeRoot, type NodeId, type NodeReader } from './merkle-tree.js';
+import { consistencyProof, inclusionProof, MerkleTreeError, treeRoot, treeRootPlan, type NodeId, type NodeReader } from './merkle-tree.js';
 import { rootFromInclusionProof, verifyConsistency, verifyInclusion } from './merkle-verify.js';
 
 // Test vectors copied (data only) from transparency-dev/merkle: see `source` in the file.
@@ -202,7 +202,7 @@ describe('Merkle tree: against the reference implementation of the RFC definitio
     const leaves = randomLeaves(300, 3);
     const whole = storedTree(leaves);
     const head = storedTree(leaves.slice(0, 123));
-    const ids = borderNodeIds(123);
+    const ids = treeRootPlan(123);
     const border = await head.reader.readNodes(ids);
     const rest = appendToCompactRange({ size: 123, border }, leaves.slice(123).map((l) => rfc9162.leaf(l)));
     expect(toHex(rest.root)).toBe(toHex(compactRangeRoot(whole.range)));

@@ -229,7 +229,7 @@ export class AttestationService {
 
   /** Base64 Ed25519 over `text` with the key the attestation names (spec 2.9: Ed25519 only, also in hybrid mode). */
   private async signText(text: string, keyId: string): Promise<string> {
-    const sig = await signed(() => this.d.signer.signText(text));
+    const sig = await signed(() => this.d.signer.signText(text, 'ed25519'));
     if (sig.keyId !== keyId) {
       throw new DomainError('unavailable', `Runtime not configured: the signing key changed to ${sig.keyId} since the runtime manifest was signed; restart the service.`);
     }

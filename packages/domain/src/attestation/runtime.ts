@@ -146,7 +146,7 @@ export class AttestationRuntime {
     const manifestHash = this.d.hasher.contentHash(manifest);
     let signed;
     try {
-      signed = await this.d.signer.signText(manifestHash);
+      signed = await this.d.signer.signText(manifestHash, 'ed25519');
     } catch {
       return { configured: false, reason: 'no signing key is available to sign the runtime manifest' };
     }

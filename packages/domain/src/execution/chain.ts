@@ -31,7 +31,7 @@ export async function buildTrustRecord(
   const id = ctx.transaction.businessTransactionId;
   const digest = executionDigest(hasher, id, ctx.execution);
   const chainHash = chainHashOf(hasher, head.chainHash, digest);
-  const chainSig = await signer.signText(chainHash);
+  const chainSig = await signer.signText(chainHash, 'ed25519');
   const record: ExecutionTrustRecord = {
     recordType: 'execution-trust-record',
     businessTransactionId: id,

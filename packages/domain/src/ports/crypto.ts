@@ -28,8 +28,12 @@ export interface Hasher {
  */
 export interface Signer {
   sign<T extends object>(record: T): Promise<Signed<T>>;
-  /** Base64 signature(s) over a detached string (used for the execution chain). */
-  signText(text: string): Promise<SignatureFields>;
+  /**
+   * Base64 signature(s) over a detached string (the execution chain, attestations, the runtime
+   * manifest, checkpoints). `'ed25519'`: the Ed25519 signature only, for a field that carries
+   * nothing else; in hybrid mode it spares an ML-DSA-65 signature that would be dropped.
+   */
+  signText(text: string, only?: 'ed25519'): Promise<SignatureFields>;
 }
 
 export interface RecordVerification {
