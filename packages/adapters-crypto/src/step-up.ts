@@ -34,21 +34,33 @@ export function parseEd25519PublicKeyPem(pem: unknown): string | undefined {
 
 /**
  * Verifies with the records' own Ed25519 verifier, which keeps the imported key per raw key and
- * refuses small-order keys (under which OpenSSL accepts a signature anyone can make). The PEM is
- * parsed on every call: a step-up signature is one human decision, not a hot path.
+ * refuses small-order keys (under which OpenSSL accepts a signature anyone can make).
  */
 export class Ed25519StepUpVerifier implements StepUpSignatureVerifier {
+  // Checkers are few and approve repeatedly (signed approvals ride POST /execute); parsing a PEM
+  // costs about as much as the verification. Bounded like the verifier's own key cache.
+  readonly #raw = new Map<string, Uint8Array | undefined>();
+
   /** False for any malformed key, payload or signature; never throws. */
   verify(publicKeyPem: string, payload: unknown, signatureBase64: string): boolean {
     try {
-      const x = parseEd25519PublicKeyPem(publicKeyPem);
+      const key = this.#rawKey(publicKeyPem);
       const signature = decodeBase64Strict(signatureBase64);
-      if (x === undefined || !signature || signature.length !== 64) return false;
+      if (key === undefined || !signature || signature.length !== 64) return false;
       if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return false;
-      return nodeVerifyCrypto.ed25519(Buffer.from(x, 'base64url'))(Buffer.from(canonicalize(payload), 'utf8'), signature);
+      return nodeVerifyCrypto.ed25519(key)(Buffer.from(canonicalize(payload), 'utf8'), signature);
     } catch {
       return false;
     }
+  }
+
+  #rawKey(pem: string): Uint8Array | undefined {
+    if (!this.#raw.has(pem)) {
+      if (this.#raw.size >= 64) this.#raw.clear();
+      const x = parseEd25519PublicKeyPem(pem);
+      this.#raw.set(pem, x === undefined ? undefined : Buffer.from(x, 'base64url'));
+    }
+    return this.#raw.get(pem);
   }
 }
 
