@@ -69,8 +69,12 @@ import {
   GovernanceAudit,
   CompilingPolicyCatalog,
   ExecutionService,
+  executionPhases,
+  type ExecutionDeps,
   ExternalConnectorGovernance,
-  GovernedConnectorRegistry,
+  BuiltInConnectors,
+  ConnectorChain,
+  ExternalConnectors,
   type ExternalConnectorStore,
   type Egress,
   ApprovalChecker,
@@ -107,7 +111,7 @@ import {
 import type { Settings } from './config/settings.js';
 import { ApiKeyDirectory } from './keys/api-keys.js';
 import { HttpsEgress, SandboxConnector } from '@ets/adapters-connectors';
-import { sandboxPipelineHooks } from './runtime/sandbox-hooks.js';
+import { withSandboxStages } from './runtime/sandbox-hooks.js';
 import { sandboxJournal } from './runtime/sandbox-journal.js';
 import { TOKENS } from './tokens.js';
 import { randomIds, randomNonces, systemClock } from './runtime/system.js';
@@ -197,35 +201,40 @@ export function buildContainer(res: OpenedResources): Container {
   // Execution pipeline (profile T)
   c.bind<ExecutionStore>(TOKENS.ExecutionStore).toDynamicValue((ctx) => timedStore('execution', new TypeOrmExecutionStore(get(ctx, TOKENS.DataSource))));
   c.bind<ExternalConnectorStore>(TOKENS.ExternalConnectorStore).toDynamicValue((ctx) => new TypeOrmExternalConnectorStore(get(ctx, TOKENS.DataSource)));
-  c.bind<GovernedConnectorRegistry>(TOKENS.ConnectorRegistry).toDynamicValue((ctx) => {
+  // Connector kinds, chained: built in (and reserved) namespaces first, then external HTTPS endpoints.
+  c.bind<ExternalConnectors>(TOKENS.ExternalConnectors).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     const registrations = get<ExternalConnectorStore>(ctx, TOKENS.ExternalConnectorStore);
-    return new GovernedConnectorRegistry(
-      [new SandboxConnector({ failureInjection: settings.sandbox, journal: settings.sandbox ? sandboxJournal(settings.dataDir) : undefined })],
+    return new ExternalConnectors(registrations, {
+      egress: get(ctx, TOKENS.Egress),
+      signer: new KeyRingReleaseSigner(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)),
+      clock: get(ctx, TOKENS.Clock),
+      ids: get(ctx, TOKENS.IdGenerator),
+      issuer: settings.issuer,
       registrations,
-      {
-        egress: get(ctx, TOKENS.Egress),
-        signer: new KeyRingReleaseSigner(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)),
-        clock: get(ctx, TOKENS.Clock),
-        ids: get(ctx, TOKENS.IdGenerator),
-        issuer: settings.issuer,
-        registrations,
-      },
-    );
+    });
   });
-  c.bind<ExternalConnectorGovernance>(TOKENS.ExternalConnectorGovernance).toDynamicValue(
-    (ctx) =>
-      new ExternalConnectorGovernance({
-        ...governedKindDeps(ctx),
-        registrations: get(ctx, TOKENS.ExternalConnectorStore),
-        egress: get(ctx, TOKENS.Egress),
-        reservedNamespaces: get<GovernedConnectorRegistry>(ctx, TOKENS.ConnectorRegistry).reservedNamespaces,
-      }),
-  );
+  c.bind<ConnectorChain>(TOKENS.ConnectorRegistry).toDynamicValue((ctx) => {
+    const settings = get<Settings>(ctx, TOKENS.Settings);
+    const builtIn = new BuiltInConnectors([
+      new SandboxConnector({ failureInjection: settings.sandbox, journal: settings.sandbox ? sandboxJournal(settings.dataDir) : undefined }),
+    ]);
+    return new ConnectorChain([builtIn, get<ExternalConnectors>(ctx, TOKENS.ExternalConnectors)]);
+  });
+  c.bind<ExternalConnectorGovernance>(TOKENS.ExternalConnectorGovernance).toDynamicValue((ctx) => {
+    const chain = get<ConnectorChain>(ctx, TOKENS.ConnectorRegistry);
+    const external = get<ExternalConnectors>(ctx, TOKENS.ExternalConnectors);
+    return new ExternalConnectorGovernance({
+      ...governedKindDeps(ctx),
+      registrations: get(ctx, TOKENS.ExternalConnectorStore),
+      egress: get(ctx, TOKENS.Egress),
+      namespaceOwner: (namespace) => chain.ownedByAnother(namespace, external),
+    });
+  });
   bindBusinessValidation(c, res);
   c.bind<ExecutionService>(TOKENS.ExecutionService).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
-    return new ExecutionService({
+    const deps: ExecutionDeps = {
       store: get(ctx, TOKENS.ExecutionStore),
       signer: get(ctx, TOKENS.Signer),
       hasher: get(ctx, TOKENS.Hasher),
@@ -233,12 +242,14 @@ export function buildContainer(res: OpenedResources): Container {
       ids: get(ctx, TOKENS.IdGenerator),
       policies: get(ctx, TOKENS.PolicyCatalog),
       connectors: get(ctx, TOKENS.ConnectorRegistry),
-      hooks: settings.sandbox ? sandboxPipelineHooks() : undefined,
       sources: get(ctx, TOKENS.SignalSourceClient),
       grants: get(ctx, TOKENS.AuthorityGrantStore),
       approvals: get(ctx, TOKENS.ApprovalChecker),
       isAuthDisabled,
-    });
+    };
+    // The phases in the domain's order; sandbox mode adds its pauses as stages of their own.
+    const phases = executionPhases(deps);
+    return new ExecutionService(deps, settings.sandbox ? withSandboxStages(deps, phases) : phases);
   });
 
   // Transparency log: appended by the stores in their transactions; checkpoints and proofs here.

@@ -25,6 +25,7 @@ export const TOKENS = {
   Egress: Symbol.for('ets.Egress'),
   ExternalConnectorStore: Symbol.for('ets.ExternalConnectorStore'),
   ExternalConnectorGovernance: Symbol.for('ets.ExternalConnectorGovernance'),
+  ExternalConnectors: Symbol.for('ets.ExternalConnectors'),
   ConnectorRegistry: Symbol.for('ets.ConnectorRegistry'),
   SingleUseLedger: Symbol.for('ets.SingleUseLedger'),
   SignalSourceStore: Symbol.for('ets.SignalSourceStore'),

@@ -4,6 +4,8 @@ import {
   servedIntentStatus,
   UUID_V1_TO_V5,
   type AuthenticationAudit,
+  parseBusinessTransaction,
+  type ExecutionOutcome,
   type ExecutionService,
   type ExecutionStore,
   type IntentState,
@@ -45,19 +47,32 @@ function readStates(query: Record<string, unknown>): IntentState[] {
 
 /** Profile T execution routes (spec 4.1, 2.4, 7). */
 export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) => {
-  /** The pipeline's run, its authentication event stored (with its first record, or here) before anything is answered. */
-  const run = async (res: Response, body: unknown, mode: 'release' | 'record') => {
+  /**
+   * One request through the pipeline (`execute` or `record`): the Business Transaction built from
+   * the body, the request's authentication event stored (with its first record, or here) before
+   * anything is answered.
+   */
+  const run = async (res: Response, body: unknown, phase: 'execute' | 'record'): Promise<Exclude<ExecutionOutcome, { kind: 'refused' | 'failed' }>> => {
     const pending = pendingAuditOf(res);
+    let outcome: ExecutionOutcome;
     try {
-      return await deps.service.run(callerOf(res), body, mode, pending);
+      const request = { caller: callerOf(res), tx: parseBusinessTransaction(body), audit: pending };
+      outcome = await (phase === 'execute' ? deps.service.execute(request) : deps.service.record(request));
     } finally {
       if (pending) await deps.audit.settle(pending);
     }
+    if (outcome.kind === 'refused') {
+      // The error body stays the spec's envelope; the header says where the signed record is.
+      res.setHeader('Link', `</refusal/${outcome.refusal.businessTransactionId}>; rel="related"`);
+      throw new DomainError('forbidden', `Execution rejected: ${outcome.refusal.reason}`, 'POLICY_DENIED');
+    }
+    if (outcome.kind === 'failed') throw outcome.error;
+    return outcome;
   };
 
   t.post('/execute', { auth: 'key', limiter: 'execute', auditInPipeline: true }, async (req, res) => {
-    const outcome = await run(res, req.body, 'release');
-    if (outcome.kind === 'pending-override') {
+    const outcome = await run(res, req.body, 'execute');
+    if (outcome.kind === 'held') {
       res.status(202).json({
         businessTransactionId: outcome.record.businessTransactionId,
         executionStatus: 'PENDING_OVERRIDE',

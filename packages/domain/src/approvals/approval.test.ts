@@ -52,25 +52,25 @@ const scope = { value: 'intent.parameters.amount' };
 describe('the demo approver of sandbox mode', () => {
   it('approves a sandbox action in sandbox mode, with its published key, once', async () => {
     const { check, verified } = checker({ demoApproverPublicKeyPem: 'DEMO-KEY' });
-    await expect(check.accept(approval('sandbox:echo'), { caller, tx: tx('sandbox:echo'), approvalScope: scope })).resolves.toMatchObject({ approvalId: 'appr-1' });
+    await expect(check.accept(approval('sandbox:echo'), { requesterId: caller.callerId, tx: tx('sandbox:echo'), approvalScope: scope })).resolves.toMatchObject({ approvalId: 'appr-1' });
     expect(verified).toEqual(['DEMO-KEY']);
-    await expect(check.accept(approval('sandbox:echo'), { caller, tx: tx('sandbox:echo'), approvalScope: scope })).rejects.toMatchObject({ code: 'APPROVAL_INVALID', message: expect.stringContaining('used before') });
+    await expect(check.accept(approval('sandbox:echo'), { requesterId: caller.callerId, tx: tx('sandbox:echo'), approvalScope: scope })).rejects.toMatchObject({ code: 'APPROVAL_INVALID', message: expect.stringContaining('used before') });
   });
 
   it('approves nothing but sandbox actions, even in sandbox mode', async () => {
     const { check, verified } = checker({ demoApproverPublicKeyPem: 'DEMO-KEY' });
-    await expect(check.accept(approval('payments:transfer'), { caller, tx: tx('payments:transfer'), approvalScope: scope })).rejects.toMatchObject({ code: 'APPROVAL_INVALID', message: expect.stringContaining('sandbox actions only') });
+    await expect(check.accept(approval('payments:transfer'), { requesterId: caller.callerId, tx: tx('payments:transfer'), approvalScope: scope })).rejects.toMatchObject({ code: 'APPROVAL_INVALID', message: expect.stringContaining('sandbox actions only') });
     expect(verified).toEqual([]);
   });
 
   it('approves nothing outside sandbox mode', async () => {
     const { check } = checker();
-    await expect(check.accept(approval('sandbox:echo'), { caller, tx: tx('sandbox:echo'), approvalScope: scope })).rejects.toMatchObject({ code: 'APPROVAL_INVALID', message: expect.stringContaining('sandbox mode') });
+    await expect(check.accept(approval('sandbox:echo'), { requesterId: caller.callerId, tx: tx('sandbox:echo'), approvalScope: scope })).rejects.toMatchObject({ code: 'APPROVAL_INVALID', message: expect.stringContaining('sandbox mode') });
   });
 
   it('a human approver is checked with their own step-up keys, never the demo key', async () => {
     const { check, verified } = checker({ demoApproverPublicKeyPem: 'DEMO-KEY' });
-    await check.accept(approval('payments:transfer', 'bob'), { caller, tx: tx('payments:transfer'), approvalScope: scope });
+    await check.accept(approval('payments:transfer', 'bob'), { requesterId: caller.callerId, tx: tx('payments:transfer'), approvalScope: scope });
     expect(verified).toEqual(['BOB-KEY']);
   });
 });

@@ -10,7 +10,6 @@
  */
 import { namespaceOf } from '../execution/connectors.js';
 import type { BusinessTransaction } from '../execution/records.js';
-import type { Caller } from '../identity/caller.js';
 import type { Clock } from '../ports/clock.js';
 import type { Hasher, StepUpSignatureVerifier } from '../ports/crypto.js';
 import type { SingleUseLedger } from '../ports/single-use.js';
@@ -95,8 +94,8 @@ export function readApproval(raw: unknown): SignedApproval {
 export class ApprovalChecker {
   constructor(private readonly d: ApprovalCheckDeps) {}
 
-  async accept(raw: unknown, request: { caller: Caller; tx: BusinessTransaction; approvalScope?: ApprovalScope }): Promise<ApprovalPayload> {
-    const { caller, tx } = request;
+  async accept(raw: unknown, request: { requesterId: string; tx: BusinessTransaction; approvalScope?: ApprovalScope }): Promise<ApprovalPayload> {
+    const { requesterId, tx } = request;
     const { payload, signature } = readApproval(raw);
     if (payload.businessTransactionId.toLowerCase() !== tx.businessTransactionId) throw refused('it approves another transaction');
     if (payload.action !== tx.intent.action) throw refused('it approves another action');
@@ -104,7 +103,7 @@ export class ApprovalChecker {
     if (expiresAt === undefined) throw refused('payload.expiresAt must be an RFC 3339 date-time');
     const now = this.d.clock.now();
     if (expiresAt <= now.getTime()) throw refused('it has expired');
-    if (payload.approverId === caller.callerId || payload.approverId === tx.authority.principalId) throw refused('the requester cannot approve its own request');
+    if (payload.approverId === requesterId || payload.approverId === tx.authority.principalId) throw refused('the requester cannot approve its own request');
     this.checkScope(payload.scope, tx, request.approvalScope);
     if (payload.signalsHash !== this.d.hasher.contentHash(tx.signals)) throw refused("its signalsHash is not the hash of the request's signals");
     const keys = this.keysOf(payload.approverId, tx.intent.action);

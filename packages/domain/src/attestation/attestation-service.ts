@@ -3,7 +3,7 @@ import type { Caller } from '../identity/caller.js';
 import type { IdGenerator } from '../ports/clock.js';
 import type { Signer } from '../ports/crypto.js';
 import { DEFAULT_RULE_ID, evaluatePolicy, type CompiledPolicy, type PolicyDecision } from '../policy/index.js';
-import type { PolicyCatalog, PublishedPolicy } from '../execution/pipeline.js';
+import type { PolicyCatalog, PublishedPolicy } from '../execution/context.js';
 import { evaluatorArtifactHashOf } from './evaluator-identity.js';
 import { attestationDecisionOf, executionFingerprintOf, executionIdOf, signalsHashOf, simpleStatementOf } from './identity.js';
 import type { AttestationStore } from './ports.js';

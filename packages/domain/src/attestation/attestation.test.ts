@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { DomainError } from '../shared/errors.js';
 import type { Caller } from '../identity/caller.js';
 import { compilePolicy, type PolicyDocument } from '../policy/index.js';
-import type { PolicyCatalog } from '../execution/pipeline.js';
+import type { PolicyCatalog } from '../execution/context.js';
 import { attestationIdentityProblems, attestationShapeProblems, attestationSignatureProblems } from './attestation-checks.js';
 import { AttestationService, type ExecuteResult } from './attestation-service.js';
 import { AttestationVerifier } from './attestation-verifier.js';

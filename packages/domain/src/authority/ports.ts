@@ -1,4 +1,4 @@
-import type { Page } from '../execution/ports.js';
+import type { Page } from '../ports/page.js';
 import type { AuthorityGrant } from './grants.js';
 
 /** Grants are never deleted: a revoke sets `revokedAt`, and an expired grant stays stored. */

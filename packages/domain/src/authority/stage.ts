@@ -1,5 +1,6 @@
-import { fail, established, stage, type ExecutionDeps, type Stage } from '../execution/pipeline.js';
-import { refuse, refusalDecision } from '../execution/stages.js';
+import { fail, established, stage } from '../execution/pipeline.js';
+import type { ExecutionDeps } from '../execution/context.js';
+import { refusalDecision, type DecisionStage } from '../execution/decision-stages.js';
 import { AUTHORITY_EXPIRED_RULE_ID, NOT_AUTHORIZED_RULE_ID } from '../policy/document.js';
 import { brokenLimit, checkedGrant } from './grants.js';
 
@@ -9,7 +10,7 @@ import { brokenLimit, checkedGrant } from './grants.js';
  * all expired as AUTHORITY_EXPIRED. The grant checked goes into `assessment.authority.grant`.
  * It runs before the sources are asked: a caller without authority makes no outbound call happen.
  */
-export const authorityGrant = (d: ExecutionDeps): Stage =>
+export const authorityGrant = (d: ExecutionDeps): DecisionStage =>
   stage('authority grant', async (ctx) => {
     if (established(ctx.policy, 'policy').document.requireAuthorityGrant !== true) return;
     const { caller, tx } = ctx;
@@ -26,7 +27,7 @@ export const authorityGrant = (d: ExecutionDeps): Stage =>
       const reason = expired
         ? `The authority grant of '${caller.callerId}' for '${tx.intent.action}' expired at ${expired.expiresAt}`
         : `'${caller.callerId}' holds no authority grant for '${tx.intent.action}'`;
-      await refuse(d, ctx, refusalDecision(expired ? AUTHORITY_EXPIRED_RULE_ID : NOT_AUTHORIZED_RULE_ID, reason));
+      return refusalDecision(expired ? AUTHORITY_EXPIRED_RULE_ID : NOT_AUTHORIZED_RULE_ID, reason);
     }
     for (const g of current) {
       if (brokenLimit(g.limits, tx) === undefined) {
@@ -35,5 +36,5 @@ export const authorityGrant = (d: ExecutionDeps): Stage =>
       }
     }
     authority.grant = checkedGrant(current[0]!);
-    await refuse(d, ctx, refusalDecision(NOT_AUTHORIZED_RULE_ID, `Outside the limits of the authority grant: ${brokenLimit(current[0]!.limits, tx)!}`));
+    return refusalDecision(NOT_AUTHORIZED_RULE_ID, `Outside the limits of the authority grant: ${brokenLimit(current[0]!.limits, tx)!}`);
   });

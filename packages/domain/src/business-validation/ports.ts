@@ -1,5 +1,18 @@
 import type { RegistrationStore } from '../governance/registrations.js';
-import type { SignalSourceRegistration } from './sources.js';
+
+/** An active source; `registrationId` is the approved register change's id. */
+export interface SignalSourceRegistration {
+  registrationId: string;
+  name: string;
+  endpoint: string;
+  /** Ed25519 public key (SPKI PEM) its answers are signed with; null: trusted by TLS alone. */
+  publicKey: string | null;
+  /** `ed25519:<base64url raw key>`, the `sourceKeyId` of its Trusted Signals; null without a key. */
+  keyId: string | null;
+  proposer: string;
+  approvedBy: string;
+  registeredAt: string;
+}
 
 /** Active business signal sources: at most one per name (the key of `active`). */
 export interface SignalSourceStore extends RegistrationStore<SignalSourceRegistration> {}

@@ -10,7 +10,7 @@ import { activeForProposal, RegistryApplier } from '../governance/registrations.
 import type { Caller } from '../identity/caller.js';
 import type { Egress } from '../egress/ports.js';
 import { requireResolvingEndpoint } from '../egress/endpoint.js';
-import type { SignalSourceStore, SourceProofVerifier } from './ports.js';
+import type { SignalSourceRegistration, SignalSourceStore, SourceProofVerifier } from './ports.js';
 import {
   describeSourceChange,
   readSourceProposal,
@@ -19,7 +19,6 @@ import {
   toSourceChangeView,
   type SignalSourceChangePayload,
   type SignalSourceChangeView,
-  type SignalSourceRegistration,
 } from './sources.js';
 
 export interface SignalSourceGovernanceDeps extends GovernedKindDeps {

@@ -8,25 +8,12 @@ import { changeViewBase, changeViewDecision, readProposalFields } from '../gover
 import { readEndpoint } from '../egress/endpoint.js';
 import { SOURCE_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
-import type { SourceProofVerifier } from './ports.js';
+import type { SignalSourceRegistration, SourceProofVerifier } from './ports.js';
 
 export const SIGNAL_SOURCE_CHANGE_KIND = 'business-signal-source';
 const SOURCE_NAME = new RegExp(SOURCE_NAME_PATTERN);
 const PUBLIC_KEY_MAX_LENGTH = 4096;
 
-/** An active source; `registrationId` is the approved register change's id. */
-export interface SignalSourceRegistration {
-  registrationId: string;
-  name: string;
-  endpoint: string;
-  /** Ed25519 public key (SPKI PEM) its answers are signed with; null: trusted by TLS alone. */
-  publicKey: string | null;
-  /** `ed25519:<base64url raw key>`, the `sourceKeyId` of its Trusted Signals; null without a key. */
-  keyId: string | null;
-  proposer: string;
-  approvedBy: string;
-  registeredAt: string;
-}
 
 export type SourceRegisterPayload = { kind: 'register'; name: string; endpoint: string; publicKey: string | null; keyId: string | null };
 /** A revoke names the registration that was active when it was proposed; that is what it ends. */

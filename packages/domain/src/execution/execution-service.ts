@@ -1,80 +1,72 @@
-import type { Caller } from '../identity/caller.js';
-import type { PendingAuthEvent } from '../identity/auth-audit.js';
+import { EVERY_CALLER, type StoredIntent } from './ports.js';
 import { transactionHash } from './chain.js';
-import { EVERY_CALLER } from './ports.js';
-import {
-  runStages,
-  type ExecutionContext,
-  type ExecutionDeps,
-  type ExecutionOutcome,
-  type Stage,
-} from './pipeline.js';
-import type { ReleaseContext, SignedTrustRecord } from './records.js';
-import {
-  callerRules,
-  connector,
-  decide,
-  duplicateId,
-  finalizeIntent,
-  policyVersion,
-  recordRelease,
-  recordWithoutRelease,
-  refuseRejection,
-  release,
-  storeIntent,
-} from './stages.js';
-import { parseBusinessTransaction } from './transaction-request.js';
+import type { DecidedTransaction, DecisionContext, ExecutionDeps, ExecutionOutcome, ExecutionRequest, OutcomeContext } from './context.js';
+import { callerRules, connector, decide, duplicateId, policyVersion, type DecisionStage } from './decision-stages.js';
+import { finalizeIntent, holdForOverride, recordRelease, recordWithoutRelease, refuse, release, storeIntent, type OutcomeStage } from './outcome-stages.js';
+import { established, runStages } from './pipeline.js';
 import { askSources, checkBoundSignals, recheckAtRelease, refuseSourceMismatch } from '../business-validation/stages.js';
 import { authorityGrant } from '../authority/stage.js';
 import { signedApproval } from '../approvals/stage.js';
-
+import { DomainError } from '../shared/errors.js';
 
 /**
- * The pipeline of `POST /execute` (release) and `POST /transactions` (record only), as named stages
- * run in order over one context: validate, caller rules, policy, connector, duplicate id; business
- * validation (the grant, the sources, the caller's values against theirs, bound signals); the
- * decision; then either a signed refusal, a record without release (`POST /transactions`, or a
- * `requires_override` decision without a valid signed approval), or a signed intent durably stored
- * BEFORE anything is released, the re-check at release, the release, and the signed Trust Record.
+ * The execution pipeline as phases of named stages. `decision` ends in the decision (a refusal by
+ * business validation included). `execute` (`POST /execute`, and every other door that releases)
+ * and `record` (`POST /transactions`) consume the decided transaction; the composition root may add
+ * stages of its own to a phase (sandbox mode's pauses) with `insertAfter`.
  */
-export function pipeline(d: ExecutionDeps): readonly Stage[] {
-  return [
-    callerRules(d),
-    policyVersion(d),
-    connector(d),
-    duplicateId(d),
-    authorityGrant(d),
-    askSources(d),
-    refuseSourceMismatch(d),
-    checkBoundSignals(d),
-    decide(),
-    refuseRejection(d),
-    signedApproval(d),
-    recordWithoutRelease(d),
-    storeIntent(d),
-    recheckAtRelease(d),
-    release(d),
-    recordRelease(d),
-  ];
+export interface ExecutionPhases {
+  decision: readonly DecisionStage[];
+  execute: readonly OutcomeStage[];
+  record: readonly OutcomeStage[];
+}
+
+/**
+ * The phases in their order: admission (caller rules, the policy version, the connector, the
+ * duplicate id); business validation (the grant, the sources, the caller's values against theirs,
+ * bound signals); the decision. Then a rejection becomes a signed refusal; `record` records without
+ * release; `execute` accepts a signed approval of a `requires_override` decision or holds it for a
+ * human, and otherwise stores the signed intent BEFORE anything is released, re-checks the facts and
+ * the grant, releases, and stores the signed Trust Record.
+ */
+export function executionPhases(d: ExecutionDeps): ExecutionPhases {
+  return {
+    decision: [
+      callerRules(d),
+      policyVersion(d),
+      connector(d),
+      duplicateId(d),
+      authorityGrant(d),
+      askSources(d),
+      refuseSourceMismatch(d),
+      checkBoundSignals(d),
+      decide(),
+    ],
+    execute: [refuse(d), signedApproval(d), holdForOverride(d), storeIntent(d), recheckAtRelease(d), release(d), recordRelease(d)],
+    record: [refuse(d), recordWithoutRelease(d)],
+  };
 }
 
 export class ExecutionService {
-  private readonly stages: readonly Stage[];
+  constructor(
+    private readonly d: ExecutionDeps,
+    private readonly phases: ExecutionPhases = executionPhases(d),
+  ) {}
 
-  constructor(private readonly d: ExecutionDeps) {
-    this.stages = pipeline(d);
+  /** Decides a request and releases it (or refuses, or holds it for a human). */
+  async execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
+    return this.consume(this.phases.execute, request, await this.decide(request));
   }
 
-  /**
-   * Runs one request. `audit`: the request's signed authentication event, which the pipeline's
-   * first commit stores with its record (the caller settles it when the pipeline stored nothing).
-   */
-  async run(caller: Caller, body: unknown, mode: 'release' | 'record', audit?: PendingAuthEvent): Promise<ExecutionOutcome> {
-    const tx = parseBusinessTransaction(body);
-    const ctx: ExecutionContext = {
+  /** Decides a request and records it without release (or refuses it). */
+  async record(request: ExecutionRequest): Promise<ExecutionOutcome> {
+    return this.consume(this.phases.record, request, await this.decide(request));
+  }
+
+  /** The decision phase: a decided transaction, with the live policy and connector it was decided with. */
+  private async decide({ caller, tx }: ExecutionRequest): Promise<{ decided: DecidedTransaction; ctx: DecisionContext }> {
+    const ctx: DecisionContext = {
       caller,
-      audit,
-      mode,
       tx,
       now: this.d.clock.now().toISOString(),
       btxHash: transactionHash(this.d.hasher, tx),
@@ -85,7 +77,33 @@ export class ExecutionService {
       },
       conditions: [],
     };
-    return runStages(this.stages, ctx);
+    const decision = established(await runStages(this.phases.decision, ctx), 'decision');
+    const decided: DecidedTransaction = {
+      tx,
+      callerId: caller.callerId,
+      btxHash: ctx.btxHash,
+      decidedAt: ctx.now,
+      policy: established(ctx.binding, 'policy'),
+      connector: established(ctx.connector, 'connector').namespace,
+      decision,
+      signals: ctx.signals,
+      assessment: ctx.assessment,
+      conditions: ctx.conditions,
+    };
+    return { decided, ctx };
+  }
+
+  private async consume(phase: readonly OutcomeStage[], request: ExecutionRequest, { decided, ctx }: { decided: DecidedTransaction; ctx: DecisionContext }): Promise<ExecutionOutcome> {
+    const outcome: OutcomeContext = {
+      decided,
+      audit: request.audit,
+      policy: established(ctx.policy, 'policy'),
+      connector: established(ctx.connector, 'connector'),
+      now: ctx.now,
+    };
+    const ended = await runStages(phase, outcome);
+    if (!ended) throw new DomainError('internal', 'The execution pipeline ended without an outcome.');
+    return ended;
   }
 
   /**
@@ -101,7 +119,7 @@ export class ExecutionService {
       if (items.length === 0) return done;
       const fresh = items.filter(({ intent }) => !tried.has(intent.businessTransactionId));
       page = fresh.length === 0 ? page + 1 : 1;
-      for (const { intent } of fresh) {
+      for (const { intent } of fresh as StoredIntent[]) {
         tried.add(intent.businessTransactionId);
         const context = await this.d.store.getReleaseContext(intent.businessTransactionId);
         if (context && (await finalizeIntent(this.d, intent.businessTransactionId, context, intent.callerId, intent.businessTransactionHash))) done++;

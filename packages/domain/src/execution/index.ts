@@ -1,9 +1,12 @@
 export * from './records.js';
 export * from './ports.js';
 export * from './connectors.js';
+export * from './connector-chain.js';
 export * from './chain.js';
 export * from './transaction-request.js';
 export * from './execution-service.js';
-export { runStages, stage, type ExecutionContext, type ExecutionDeps, type ExecutionHooks, type ExecutionOutcome, type PolicyCatalog, type PublishedPolicy, type Stage } from './pipeline.js';
-export { PRINCIPAL_NOT_PERMITTED } from './stages.js';
+export { runStages, stage, insertAfter, type Stage } from './pipeline.js';
+export type { DecidedTransaction, DecisionContext, ExecutionDeps, ExecutionOutcome, ExecutionRequest, OutcomeContext, PolicyCatalog, PublishedPolicy } from './context.js';
+export { PRINCIPAL_NOT_PERMITTED, type DecisionStage } from './decision-stages.js';
+export { recordReleaseInTwoSteps, type OutcomeStage } from './outcome-stages.js';
 export * from './policy-catalog.js';

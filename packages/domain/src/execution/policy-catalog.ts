@@ -1,5 +1,5 @@
 import { compilePolicy, type PolicyStore } from '../policy/index.js';
-import type { PolicyCatalog, PublishedPolicy } from './pipeline.js';
+import type { PolicyCatalog, PublishedPolicy } from './context.js';
 
 /**
  * Published versions never change, so each is compiled once and kept (keyed by name and version).

@@ -28,12 +28,8 @@ export class DuplicateTransactionError extends Error {
   }
 }
 
-export interface Page<T> {
-  items: T[];
-  page: number;
-  pageSize: number;
-  total: number;
-}
+import type { Page } from '../ports/page.js';
+export type { Page };
 
 /**
  * Whose transactions, records, refusals, intents, Verifications and Receipts a read returns

@@ -20,13 +20,14 @@ import {
   type ExternalConnectorChangePayload,
   type ExternalConnectorChangeView,
   type ExternalConnectorRegistration,
+  type NamespaceOwner,
 } from './registration.js';
 
 export interface ExternalConnectorGovernanceDeps extends GovernedKindDeps {
   registrations: ExternalConnectorStore;
   egress: Pick<Egress, 'check'>;
-  /** The namespaces no registration may use (built-in connectors and `test`). */
-  reservedNamespaces: readonly string[];
+  /** Who owns a namespace when another kind of connector does (built in, reserved, MCP servers): no registration may use it. */
+  namespaceOwner: NamespaceOwner;
 }
 
 const registrationOf = (change: PendingChange<ExternalConnectorChangePayload>): ExternalConnectorRegistration => {
@@ -60,7 +61,7 @@ export class ExternalConnectorGovernance extends RegistryGovernance<ExternalConn
 
   async propose(caller: Caller, body: unknown): Promise<ExternalConnectorChangeView> {
     requireProposer(caller);
-    const input = readProposal(body, this.deps.reservedNamespaces);
+    const input = readProposal(body, this.deps.namespaceOwner);
     const reason = readReason((body as Record<string, unknown>).reason);
     const capability = input.kind === 'register' ? input.payload.capability : input.capability;
     if (input.kind === 'register') await requireResolvingEndpoint(this.deps.egress, input.payload.endpoint);

@@ -14,8 +14,6 @@ export const EXTERNAL_CONNECTOR_CHANGE_KIND = 'external-connector';
 export const CONNECTOR_TIMEOUT_MS = { min: 1000, max: 30000, default: 10000 } as const;
 export const FORWARDED_PARAMETER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const FORWARDED_PARAMETERS_MAX = 100;
-/** `sandbox` and `test` are always reserved; the namespaces of every built-in connector too. */
-export const RESERVED_NAMESPACES = ['sandbox', 'test'] as const;
 
 const POLICY_NAME = new RegExp(POLICY_NAME_PATTERN);
 
@@ -94,9 +92,9 @@ export type ProposalInput = { kind: 'register'; payload: Omit<RegisterPayload, '
  * The rules a proposal must keep that need no lookup, in the order of the contract's field list.
  * `reason` is read by maker-checker. Where the endpoint resolves is checked by the caller.
  */
-export function readProposal(input: unknown, reservedNamespaces: readonly string[]): ProposalInput {
+export function readProposal(input: unknown, ownedElsewhere: NamespaceOwner): ProposalInput {
   const { kind, body } = readProposalFields(input, FIELDS, '{"kind": "register" | "revoke", "capability": "namespace:verb", …}');
-  const capability = readCapability(body.capability, reservedNamespaces);
+  const capability = readCapability(body.capability, ownedElsewhere);
   if (kind === 'revoke') return { kind, capability };
 
   const endpoint = readEndpoint(body.endpoint);
@@ -116,12 +114,16 @@ export function readProposal(input: unknown, reservedNamespaces: readonly string
   };
 }
 
-function readCapability(value: unknown, reserved: readonly string[]): string {
+/** Who owns a namespace if another kind of connector does (then no external registration may use it). */
+export type NamespaceOwner = (namespace: string) => string | undefined;
+
+function readCapability(value: unknown, ownedElsewhere: NamespaceOwner): string {
   if (typeof value !== 'string' || value === '') throw invalid('capability is required: namespace:verb, such as payments:transfer.');
   if (value.length > CAPABILITY_MAX_LENGTH) throw invalid(`capability must be at most ${CAPABILITY_MAX_LENGTH} characters.`);
   if (!CAPABILITY_PATTERN.test(value)) throw invalid(`capability must be namespace:verb, matching ${CAPABILITY_PATTERN.source}.`);
   const namespace = namespaceOf(value);
-  if (reserved.includes(namespace)) throw invalid(`capability must not be in the namespace '${namespace}': it is reserved (${reserved.join(', ')}).`);
+  const owner = ownedElsewhere(namespace);
+  if (owner !== undefined) throw invalid(`capability must not be in the namespace '${namespace}': it is reserved (${owner}).`);
   return value;
 }
 

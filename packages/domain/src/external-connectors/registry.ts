@@ -1,30 +1,25 @@
-import { namespaceOf, type Connector, type ConnectorRegistry } from '../execution/connectors.js';
+import { type Connector } from '../execution/connectors.js';
+import type { ConnectorKind } from '../execution/connector-chain.js';
 import { ExternalConnector, type ExternalReleaseDeps } from './release.js';
 import type { ExternalConnectorStore } from './ports.js';
-import { RESERVED_NAMESPACES } from './registration.js';
 
 /**
- * The pipeline's connectors: the built-in ones by namespace, then the active external
- * registration of the exact capability. Built-in namespaces (and `test`) are reserved, so an
- * external registration can never shadow a built-in connector.
+ * External HTTPS endpoints: the active registration of the exact capability. Last in the chain, it
+ * owns every namespace the kinds before it do not.
  */
-export class GovernedConnectorRegistry implements ConnectorRegistry {
-  private readonly builtIns = new Map<string, Connector>();
-  readonly reservedNamespaces: readonly string[];
+export class ExternalConnectors implements ConnectorKind {
+  readonly owner = 'external connectors';
 
   constructor(
-    builtIns: readonly Connector[],
     private readonly registrations: Pick<ExternalConnectorStore, 'active'>,
     private readonly release: ExternalReleaseDeps,
-  ) {
-    for (const c of builtIns) this.builtIns.set(c.namespace, c);
-    this.reservedNamespaces = [...new Set([...RESERVED_NAMESPACES, ...this.builtIns.keys()])];
+  ) {}
+
+  owns(): boolean {
+    return true;
   }
 
   async find(action: string): Promise<Connector | undefined> {
-    const namespace = namespaceOf(action);
-    const builtIn = this.builtIns.get(namespace);
-    if (builtIn || this.reservedNamespaces.includes(namespace)) return builtIn;
     const registration = await this.registrations.active(action);
     return registration && new ExternalConnector(registration, this.release);
   }

@@ -6,7 +6,7 @@
  * change is shown.
  */
 import type { Caller } from '../identity/caller.js';
-import type { Page } from '../execution/ports.js';
+import type { Page } from '../ports/page.js';
 import type { PendingChange } from './change.js';
 import { invalid } from '../shared/errors.js';
 import { isPlainObject } from '../shared/guards.js';

@@ -20,7 +20,7 @@
 import { isVerifiedHuman, type Caller } from '../identity/caller.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { StepUpSignatureVerifier } from '../ports/crypto.js';
-import type { Page } from '../execution/ports.js';
+import type { Page } from '../ports/page.js';
 import { conflict, DomainError, forbidden, invalid, notFound } from '../shared/errors.js';
 import {
   charLength,

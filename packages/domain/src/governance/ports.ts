@@ -1,4 +1,4 @@
-import type { Page } from '../execution/ports.js';
+import type { Page } from '../ports/page.js';
 import type { GovernanceEvent } from '../ports/audit.js';
 import type { Signed } from '../ports/crypto.js';
 import type { ChangeStatus, PendingChange } from './change.js';

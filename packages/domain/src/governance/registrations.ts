@@ -4,7 +4,7 @@
  * an approved revoke change ends it. Entries are never deleted, and at most one entry per key (a
  * capability, a source name) is active, whoever races: the store enforces it atomically.
  */
-import type { Page } from '../execution/ports.js';
+import type { Page } from '../ports/page.js';
 import { conflict } from '../shared/errors.js';
 import type { PendingChange } from './change.js';
 import type { ChangeApplier } from './ports.js';

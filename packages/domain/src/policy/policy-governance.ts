@@ -1,4 +1,4 @@
-import type { Page } from '../execution/ports.js';
+import type { Page } from '../ports/page.js';
 /**
  * Policy changes through maker-checker (CONTRACT "Governance"): proposing to publish a new policy
  * version, and publishing it once a second human approves it. A published version never changes.
