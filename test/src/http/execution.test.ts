@@ -181,6 +181,8 @@ describe.each(STORAGE_TARGETS)('execution pipeline on $name', (factory) => {
     const res = await post('/execute', tx);
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ error: 'Execution rejected: Country is sanctioned', code: 'POLICY_DENIED' });
+    // Where the signed record is: the body stays the spec's envelope.
+    expect(res.headers.link).toBe(`</refusal/${tx.businessTransactionId}>; rel="related"`);
     const refusal = await get(`/refusal/${tx.businessTransactionId}`);
     expect(refusal.status).toBe(200);
     expect(refusal.body).toMatchObject({ policyContentHash: contentHash, matchedRuleId: 'sanctioned', reason: 'Country is sanctioned', decision: { action: 'reject' } });
@@ -193,9 +195,15 @@ describe.each(STORAGE_TARGETS)('execution pipeline on $name', (factory) => {
     expect((await get(`/execution-intents/${tx.businessTransactionId}`)).body.code).toBe('EXECUTION_INTENT_NOT_FOUND');
     expect((await get(`/refusal/${businessTransaction().businessTransactionId}`)).status).toBe(404);
 
-    const byTransactions = await post('/transactions', businessTransaction({ signals: { country: 'IR' } }));
+    const refusedTx = businessTransaction({ signals: { country: 'IR' } });
+    const byTransactions = await post('/transactions', refusedTx);
     expect(byTransactions.status).toBe(403);
     expect(byTransactions.body.code).toBe('POLICY_DENIED');
+    expect(byTransactions.headers.link).toBe(`</refusal/${refusedTx.businessTransactionId}>; rel="related"`);
+    // Other 403s have no record to point to.
+    const otherForbidden = await post('/execute', businessTransaction({ metadata: { tenantId: 'not-mine' } }));
+    expect(otherForbidden.body.code).toBe('TENANT_NOT_ALLOWED');
+    expect(otherForbidden.headers.link).toBeUndefined();
   });
 
   it('checks declared signal types before any rule: signal-type-violation naming the signal', async () => {
