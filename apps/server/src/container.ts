@@ -16,6 +16,7 @@ import {
   TypeOrmSignalSourceStore,
   TypeOrmAuthorityGrantStore,
   TypeOrmSingleUseLedger,
+  TypeOrmRecordedDecisions,
 } from '@ets/adapters-persistence';
 import {
   Ed25519SourceProofs,
@@ -84,6 +85,7 @@ import {
   type SourceProofVerifier,
   type ExecutionStore,
   PolicyGovernance,
+  PolicyImpactPreview,
   PolicyService,
   type PendingChangeStore,
   type PolicyStore,
@@ -292,7 +294,11 @@ export function buildContainer(res: OpenedResources): Container {
       docsRoutes({ profile: settings.profile }),
       identityRoutes({ auditEvents: get(ctx, TOKENS.AuditEventStore), verifier: get(ctx, TOKENS.SignatureVerifier) }),
       signingKeyRoutes(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)),
-      policyRoutes({ policies: get(ctx, TOKENS.PolicyService), governance: get(ctx, TOKENS.PolicyGovernance) }),
+      policyRoutes({
+        policies: get(ctx, TOKENS.PolicyService),
+        governance: get(ctx, TOKENS.PolicyGovernance),
+        impact: new PolicyImpactPreview({ changes: get(ctx, TOKENS.PendingChangeStore), decisions: new TypeOrmRecordedDecisions(get(ctx, TOKENS.DataSource)) }),
+      }),
       externalConnectorRoutes({ governance: get(ctx, TOKENS.ExternalConnectorGovernance) }),
       businessValidationRoutes({
         sources: get(ctx, TOKENS.SignalSourceGovernance),

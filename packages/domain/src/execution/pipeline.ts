@@ -6,6 +6,7 @@ import type { Hasher, Signed, Signer } from '../ports/crypto.js';
 import type { AuthEvent } from '../ports/audit.js';
 import type { PendingAuthEvent } from '../identity/auth-audit.js';
 import type { CompiledPolicy, PolicyDecision, PolicyDocument } from '../policy/index.js';
+import { decidedInput } from '../policy/impact.js';
 import type { Connector, ConnectorRegistry, ReleaseCondition } from './connectors.js';
 import { DuplicateTransactionError, type ExecutionStore, type TransactionClaim } from './ports.js';
 import type { Assessment, BusinessTransaction, PolicyBinding, ReleaseContext, SignedTrustRecord } from './records.js';
@@ -122,7 +123,13 @@ export const fail = (kind: DomainError['kind'], message: string, code?: DomainEr
 export const duplicate = (id: string) => new DomainError('conflict', `Business Transaction '${id}' already exists.`);
 
 export function claimOf(ctx: ExecutionContext, outcome: TransactionClaim['outcome']): TransactionClaim {
-  return { businessTransactionId: ctx.tx.businessTransactionId, callerId: ctx.caller.callerId, outcome, createdAt: ctx.now };
+  const claim: TransactionClaim = { businessTransactionId: ctx.tx.businessTransactionId, callerId: ctx.caller.callerId, outcome, createdAt: ctx.now };
+  // Only a decision of the policy's evaluation is replayable by the impact preview: `ctx.decision` is set by `decide` alone.
+  if (ctx.decision && ctx.binding) {
+    const { tx } = ctx;
+    claim.decided = decidedInput(ctx.binding, { signals: ctx.signals, intent: { action: tx.intent.action, parameters: tx.intent.parameters } }, ctx.decision);
+  }
+  return claim;
 }
 
 export function assessmentOf(ctx: ExecutionContext, execution: Assessment['execution']['status']): Assessment {
