@@ -17,6 +17,7 @@ import {
   TypeOrmAuthorityGrantStore,
   TypeOrmSingleUseLedger,
   TypeOrmRecordedDecisions,
+  TypeOrmNoticeOutbox,
 } from '@ets/adapters-persistence';
 import {
   Ed25519SourceProofs,
@@ -27,6 +28,7 @@ import {
   KeyRingSigner,
   NoteCheckpointSigner,
   Sha256Hasher,
+  StandardWebhookSigner,
   type ServiceSigningKeys,
 } from '@ets/adapters-crypto';
 import {
@@ -87,6 +89,10 @@ import {
   PolicyGovernance,
   PolicyImpactPreview,
   PolicyService,
+  NO_NOTICES,
+  NoticeDelivery,
+  WebhookNotices,
+  type PendingItemNotifier,
   type PendingChangeStore,
   type PolicyStore,
   type StepUpSignatureVerifier,
@@ -172,6 +178,25 @@ export function buildContainer(res: OpenedResources): Container {
     return m ? m.egress(https) : https;
   });
 
+  // Notifications of new pending items (CONTRACT "Notifications"): the notices go into the outbox
+  // in each item's own commit; a background worker (server.ts) delivers them.
+  c.bind<PendingItemNotifier>(TOKENS.PendingItemNotifier).toDynamicValue((ctx) => {
+    const settings = get<Settings>(ctx, TOKENS.Settings);
+    if (!settings.notifications) return NO_NOTICES;
+    return new WebhookNotices({ endpoints: settings.notifications.endpoints, publicBase: settings.publicUrl, ids: get(ctx, TOKENS.IdGenerator) });
+  });
+  c.bind<NoticeDelivery>(TOKENS.NoticeDelivery).toDynamicValue((ctx) => {
+    const notifications = get<Settings>(ctx, TOKENS.Settings).notifications;
+    if (!notifications) throw new Error('notifications are not configured (SVC_NOTIFY_WEBHOOK_URLS)');
+    return new NoticeDelivery({
+      outbox: new TypeOrmNoticeOutbox(get(ctx, TOKENS.DataSource)),
+      egress: get(ctx, TOKENS.Egress),
+      signer: new StandardWebhookSigner(notifications.secret),
+      clock: get(ctx, TOKENS.Clock),
+      ids: get(ctx, TOKENS.IdGenerator),
+    });
+  });
+
   // Domain services
   c.bind<AuthenticationAudit>(TOKENS.AuthenticationAudit).toDynamicValue(
     (ctx) => new AuthenticationAudit(get(ctx, TOKENS.Signer), get(ctx, TOKENS.AuditEventStore), get(ctx, TOKENS.Clock), get(ctx, TOKENS.IdGenerator)),
@@ -190,6 +215,7 @@ export function buildContainer(res: OpenedResources): Container {
         clock: get(ctx, TOKENS.Clock),
         ids: get(ctx, TOKENS.IdGenerator),
         audit: get(ctx, TOKENS.GovernanceAudit),
+        notifier: get(ctx, TOKENS.PendingItemNotifier),
       }),
   );
 
@@ -376,7 +402,7 @@ export function buildContainer(res: OpenedResources): Container {
   return c;
 }
 
-/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit. */
+/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit, notifications. */
 function governedKindDeps(ctx: Resolver) {
   return {
     changes: ctx.get<PendingChangeStore>(TOKENS.PendingChangeStore),
@@ -384,6 +410,7 @@ function governedKindDeps(ctx: Resolver) {
     clock: ctx.get<Clock>(TOKENS.Clock),
     ids: ctx.get<IdGenerator>(TOKENS.IdGenerator),
     audit: ctx.get<GovernanceAudit>(TOKENS.GovernanceAudit),
+    notifier: ctx.get<PendingItemNotifier>(TOKENS.PendingItemNotifier),
   };
 }
 

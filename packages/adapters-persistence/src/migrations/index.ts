@@ -11,6 +11,7 @@ import { ReadScopeChainOrderInFlight1763684400000 } from './0013-read-scope-chai
 import { BusinessValidation1763684500000 } from './0014-business-validation.js';
 import { TransparencyLog1763684700000 } from './0016-transparency-log.js';
 import { DecisionInputs1763684800000 } from './0017-decision-inputs.js';
+import { PendingItemNotices1763684900000 } from './0018-pending-item-notices.js';
 
 /** Every migration, in order. New features append here; an applied migration never changes. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   BusinessValidation1763684500000,
   TransparencyLog1763684700000,
   DecisionInputs1763684800000,
+  PendingItemNotices1763684900000,
 ];
