@@ -6,8 +6,8 @@ import type { DataSource } from 'typeorm';
 import { HttpsEgress } from '@ets/adapters-connectors';
 import { StandardWebhookSigner } from '@ets/adapters-crypto';
 import { createDataSource, migrate, TypeOrmNoticeOutbox, TypeOrmPendingChangeStore } from '@ets/adapters-persistence';
-import { NoticeDelivery, WebhookNotices, type GovernanceEvent, type PendingChange, type Signed } from '@ets/domain';
-import { STORAGE_TARGETS, startTestNetwork, type ProvisionedTarget, type TestHttpsServer, type TestNetwork } from '@ets/test-support';
+import { NoticeDelivery, WebhookNotices, type PendingChange } from '@ets/domain';
+import { governanceEvent, STORAGE_TARGETS, startTestNetwork, type ProvisionedTarget, type TestHttpsServer, type TestNetwork } from '@ets/test-support';
 
 /**
  * The worker that delivers notifications, with the parts the service composes (the outbox on
@@ -93,17 +93,4 @@ describe.each(STORAGE_TARGETS)('delivering notifications to a real HTTPS receive
     }
   });
 
-});
-
-const governanceEvent = (): Signed<GovernanceEvent> => ({
-  eventId: randomUUID(),
-  kind: 'governance',
-  callerId: 'alice',
-  action: 'propose',
-  subjectType: 'policy-change',
-  subjectId: 'c',
-  summary: 'propose',
-  occurredAt: new Date().toISOString(),
-  keyId: 'k',
-  signature: 'c2ln',
 });

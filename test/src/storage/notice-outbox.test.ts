@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource, migrate, TypeOrmNoticeOutbox, TypeOrmPendingChangeStore } from '@ets/adapters-persistence';
-import type { GovernanceEvent, OutboundNotice, PendingChange, Signed } from '@ets/domain';
-import { STORAGE_TARGETS, type ProvisionedTarget } from '@ets/test-support';
+import type { OutboundNotice, PendingChange } from '@ets/domain';
+import { governanceEvent, STORAGE_TARGETS, type ProvisionedTarget } from '@ets/test-support';
 
 const T0 = Date.UTC(2026, 0, 1);
 const at = (seconds: number): string => new Date(T0 + seconds * 1000).toISOString();
@@ -17,18 +17,7 @@ const change = (subject = `s-${randomUUID()}`): PendingChange => ({
   proposer: 'alice',
   createdAt: at(0),
 });
-const event = (): Signed<GovernanceEvent> => ({
-  eventId: randomUUID(),
-  kind: 'governance',
-  callerId: 'alice',
-  action: 'propose',
-  subjectType: 'policy-change',
-  subjectId: 'c',
-  summary: 'propose',
-  occurredAt: at(0),
-  keyId: 'k',
-  signature: 'c2ln',
-});
+const event = () => governanceEvent();
 const notice = (createdAt = at(0), endpoint = 'https://hooks.example.com/a'): OutboundNotice => ({
   deliveryId: randomUUID(),
   messageId: `msg_${randomUUID()}`,
