@@ -16,6 +16,8 @@ import {
   TypeOrmSignalSourceStore,
   TypeOrmAuthorityGrantStore,
   TypeOrmSingleUseLedger,
+  TypeOrmRecordedDecisions,
+  TypeOrmNoticeOutbox,
 } from '@ets/adapters-persistence';
 import {
   Ed25519SourceProofs,
@@ -26,6 +28,7 @@ import {
   KeyRingSigner,
   NoteCheckpointSigner,
   Sha256Hasher,
+  StandardWebhookSigner,
   type ServiceSigningKeys,
 } from '@ets/adapters-crypto';
 import {
@@ -88,7 +91,12 @@ import {
   type SourceProofVerifier,
   type ExecutionStore,
   PolicyGovernance,
+  PolicyImpactPreview,
   PolicyService,
+  NO_NOTICES,
+  NoticeDelivery,
+  WebhookNotices,
+  type PendingItemNotifier,
   type PendingChangeStore,
   type PolicyStore,
   type StepUpSignatureVerifier,
@@ -174,6 +182,25 @@ export function buildContainer(res: OpenedResources): Container {
     return m ? m.egress(https) : https;
   });
 
+  // Notifications of new pending items (CONTRACT "Notifications"): the notices go into the outbox
+  // in each item's own commit; a background worker (server.ts) delivers them.
+  c.bind<PendingItemNotifier>(TOKENS.PendingItemNotifier).toDynamicValue((ctx) => {
+    const settings = get<Settings>(ctx, TOKENS.Settings);
+    if (!settings.notifications) return NO_NOTICES;
+    return new WebhookNotices({ endpoints: settings.notifications.endpoints, publicBase: settings.publicUrl, ids: get(ctx, TOKENS.IdGenerator) });
+  });
+  c.bind<NoticeDelivery>(TOKENS.NoticeDelivery).toDynamicValue((ctx) => {
+    const notifications = get<Settings>(ctx, TOKENS.Settings).notifications;
+    if (!notifications) throw new Error('notifications are not configured (SVC_NOTIFY_WEBHOOK_URLS)');
+    return new NoticeDelivery({
+      outbox: new TypeOrmNoticeOutbox(get(ctx, TOKENS.DataSource)),
+      egress: get(ctx, TOKENS.Egress),
+      signer: new StandardWebhookSigner(notifications.secret),
+      clock: get(ctx, TOKENS.Clock),
+      ids: get(ctx, TOKENS.IdGenerator),
+    });
+  });
+
   // Domain services
   c.bind<AuthenticationAudit>(TOKENS.AuthenticationAudit).toDynamicValue(
     (ctx) => new AuthenticationAudit(get(ctx, TOKENS.Signer), get(ctx, TOKENS.AuditEventStore), get(ctx, TOKENS.Clock), get(ctx, TOKENS.IdGenerator)),
@@ -192,6 +219,7 @@ export function buildContainer(res: OpenedResources): Container {
         clock: get(ctx, TOKENS.Clock),
         ids: get(ctx, TOKENS.IdGenerator),
         audit: get(ctx, TOKENS.GovernanceAudit),
+        notifier: get(ctx, TOKENS.PendingItemNotifier),
       }),
   );
 
@@ -303,7 +331,11 @@ export function buildContainer(res: OpenedResources): Container {
       docsRoutes({ profile: settings.profile }),
       identityRoutes({ auditEvents: get(ctx, TOKENS.AuditEventStore), verifier: get(ctx, TOKENS.SignatureVerifier) }),
       signingKeyRoutes(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)),
-      policyRoutes({ policies: get(ctx, TOKENS.PolicyService), governance: get(ctx, TOKENS.PolicyGovernance) }),
+      policyRoutes({
+        policies: get(ctx, TOKENS.PolicyService),
+        governance: get(ctx, TOKENS.PolicyGovernance),
+        impact: new PolicyImpactPreview({ changes: get(ctx, TOKENS.PendingChangeStore), decisions: new TypeOrmRecordedDecisions(get(ctx, TOKENS.DataSource)) }),
+      }),
       externalConnectorRoutes({ governance: get(ctx, TOKENS.ExternalConnectorGovernance) }),
       businessValidationRoutes({
         sources: get(ctx, TOKENS.SignalSourceGovernance),
@@ -381,7 +413,7 @@ export function buildContainer(res: OpenedResources): Container {
   return c;
 }
 
-/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit. */
+/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit, notifications. */
 function governedKindDeps(ctx: Resolver) {
   return {
     changes: ctx.get<PendingChangeStore>(TOKENS.PendingChangeStore),
@@ -389,6 +421,7 @@ function governedKindDeps(ctx: Resolver) {
     clock: ctx.get<Clock>(TOKENS.Clock),
     ids: ctx.get<IdGenerator>(TOKENS.IdGenerator),
     audit: ctx.get<GovernanceAudit>(TOKENS.GovernanceAudit),
+    notifier: ctx.get<PendingItemNotifier>(TOKENS.PendingItemNotifier),
   };
 }
 

@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import { countIntentsByState, createDataSource, describeTarget, migrate, TypeOrmPublishedKeyStore, type TypeOrmAttestationStore } from '@ets/adapters-persistence';
 import { ServiceSigningKeys } from '@ets/adapters-crypto';
 import type { HttpApp, RateLimiters } from '@ets/adapters-http';
-import { EVERY_CALLER, type AttestationRuntime, type CheckpointPublisher, type ExecutionService, type ExecutionStore, type Logger, type PolicyGovernance } from '@ets/domain';
+import { EVERY_CALLER, type AttestationRuntime, type CheckpointPublisher, type ExecutionService, type ExecutionStore, type Logger, type NoticeDelivery, type PolicyGovernance } from '@ets/domain';
 import type { Container } from 'inversify';
 import { ConfigError, type Settings } from './config/settings.js';
 import { buildContainer } from './container.js';
@@ -15,6 +15,7 @@ import { keyRecordsForStart, persistFirstKey } from './keys/key-source.js';
 import { proposeShippedPolicies, SHIPPED_POLICIES_DIR } from './shipped-policies.js';
 import { runningCode } from './runtime/running-code.js';
 import { scheduleCheckpoints } from './runtime/checkpoint-schedule.js';
+import { scheduleNoticeDelivery, type NoticeSchedule } from './runtime/notice-schedule.js';
 import { openKeyProvider } from './signing/key-provider.js';
 import { storageTargetFor } from './storage-target.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
@@ -91,11 +92,18 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
     await proposeShippedPolicies(settings.policiesDir ?? SHIPPED_POLICIES_DIR, container.get<PolicyGovernance>(TOKENS.PolicyGovernance), logger);
     await reconcileAtStart(container, logger);
     const checkpoints = await scheduleCheckpoints(container.get<CheckpointPublisher>(TOKENS.CheckpointPublisher), logger);
+    // Delivers what is due, what an earlier run left undelivered included.
+    const notices: NoticeSchedule | undefined = settings.notifications ? scheduleNoticeDelivery(container.get<NoticeDelivery>(TOKENS.NoticeDelivery), logger) : undefined;
+    if (settings.notifications) {
+      // Hosts only: a webhook URL's path may be a credential.
+      logger.info({ hosts: settings.notifications.endpoints.map((e) => new URL(e).host), publicUrl: settings.publicUrl }, 'new pending items are announced to webhooks');
+    }
     const httpApp = container.get<HttpApp>(TOKENS.HttpApp);
     let server: Server;
     try {
       server = await listen(httpApp, settings);
     } catch (e) {
+      await notices?.stop();
       await checkpoints.stop();
       throw e;
     }
@@ -110,6 +118,7 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
       } catch (e) {
         server.close();
         server.closeAllConnections();
+        await notices?.stop();
         await checkpoints.stop();
         // Named for its own settings (the CLI's listen messages are about SVC_HOST and SVC_PORT).
         throw new Error(`cannot listen on SVC_METRICS_HOST:SVC_METRICS_PORT (${settings.metrics.host}:${settings.metrics.port}): ${(e as Error).message}`);
@@ -120,6 +129,7 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
     const close = (): Promise<void> =>
       (closing ??= (async () => {
         await drainHttp(server, connections, httpApp, settings.shutdownTimeoutMs, logger);
+        await notices?.stop();
         await checkpoints.stop();
         await metricsListener?.close();
         await container.get<RateLimiters>(TOKENS.RateLimiters).close();

@@ -51,6 +51,8 @@ export const TOKENS = {
   AttestationAudit: Symbol.for('ets.AttestationAudit'),
   TransparencyLog: Symbol.for('ets.TransparencyLog'),
   CheckpointPublisher: Symbol.for('ets.CheckpointPublisher'),
+  PendingItemNotifier: Symbol.for('ets.PendingItemNotifier'),
+  NoticeDelivery: Symbol.for('ets.NoticeDelivery'),
   RateLimiters: Symbol.for('ets.RateLimiters'),
   RouteModules: Symbol.for('ets.RouteModules'),
   HttpApp: Symbol.for('ets.HttpApp'),

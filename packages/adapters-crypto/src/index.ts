@@ -55,3 +55,4 @@ export {
 export { KeyRingReleaseSigner, RELEASE_TOKEN_TYPE } from './release-signer.js';
 export * from './transparency/index.js';
 export { Ed25519SourceProofs, sourceKeyIdOf, verifySourceProof, sourceProofStatement, SOURCE_KEY_ID_PREFIX } from './source-proofs.js';
+export { StandardWebhookSigner, readWebhookSecret, WEBHOOK_SECRET_PREFIX } from './webhook-signer.js';

@@ -38,6 +38,8 @@ export interface OpenApiDocument {
   info: { title: string; version: string; description?: string };
   servers?: { url: string; description?: string }[];
   paths: Record<string, Record<string, OpenApiOperation>>;
+  /** Requests the service sends (OpenAPI 3.1): the notifications of new pending items. */
+  webhooks?: Record<string, Record<string, OpenApiOperation>>;
   components?: Record<string, Record<string, unknown>>;
   security?: unknown[];
   tags?: { name: string; description?: string }[];
@@ -77,6 +79,11 @@ export function buildOpenApiDocument(profile: OpenApiProfile): OpenApiDocument {
         if (METHODS.has(method) && target[method]) throw new Error(`OpenAPI: ${method.toUpperCase()} ${p} is defined twice (${file})`);
         target[method] = (METHODS.has(method) ? withoutExtensions(op as Json, security) : op) as never;
       }
+    }
+    for (const [name, item] of Object.entries((doc.webhooks ?? {}) as Record<string, Record<string, OpenApiOperation>>)) {
+      const webhooks = (out.webhooks ??= {});
+      if (name in webhooks) throw new Error(`OpenAPI: webhook ${name} is defined twice (${file})`);
+      webhooks[name] = item;
     }
     for (const [section, entries] of Object.entries((doc.components ?? {}) as Record<string, Json>)) {
       const target = (out.components[section] ??= {});

@@ -11,6 +11,8 @@ export * from './stores/verification-store.js';
 export * from './stores/external-connector-store.js';
 export * from './stores/attestation-store.js';
 export * from './stores/business-validation-stores.js';
+export * from './stores/recorded-decisions.js';
+export * from './stores/notice-outbox.js';
 export * from './stores/store-transaction.js';
 export { appendToLog, leafOfBody, type LoggedRecord } from './transparency/log-in-transaction.js';
 export { appendLeaves, type LogEntry, type LoggedRecordKind } from './transparency/log-append.js';

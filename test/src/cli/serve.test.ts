@@ -34,6 +34,9 @@ describe('ets serve', () => {
     ['SVC_PROFILE', 'x', /SVC_PROFILE.*transaction, attestation, attestation-simple/],
     ['SVC_DATABASE_URL', 'mysql://u:secret@h/db', /SVC_DATABASE_URL.*postgres:\/\//],
     ['RATE_LIMIT_EXECUTE_PER_MINUTE', '-1', /RATE_LIMIT_EXECUTE_PER_MINUTE/],
+    ['SVC_NOTIFY_WEBHOOK_URLS', 'http://hooks.example.com/secret', /SVC_NOTIFY_WEBHOOK_URLS: entry 1 must use https/],
+    ['SVC_NOTIFY_WEBHOOK_SECRET', 'whsec_secret', /SVC_NOTIFY_WEBHOOK_SECRET: it needs SVC_NOTIFY_WEBHOOK_URLS/],
+    ['SVC_PUBLIC_URL', 'ets.example.com', /SVC_PUBLIC_URL.*http:\/\/ or https:\/\//],
   ])('refuses to start with a bad %s in one clear line', async (name, value, message) => {
     const r = await runCli(['serve'], { SVC_DATA_DIR: tmp(), [name]: value });
     expect(r.code).toBe(2);

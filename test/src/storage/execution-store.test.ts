@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
-import { createDataSource, IntentStateConflictError, migrate, TypeOrmExecutionStore, withSqliteWriteLock } from '@ets/adapters-persistence';
+import { createDataSource, IntentStateConflictError, migrate, TypeOrmExecutionStore, TypeOrmRecordedDecisions, withSqliteWriteLock } from '@ets/adapters-persistence';
 import { canonicalize, Sha256Hasher } from '@ets/adapters-crypto';
 import {
   DuplicateTransactionError,
@@ -10,6 +10,7 @@ import {
   EVERY_CALLER as ALL,
   INTENT_IN_FLIGHT_LEASE_MS,
   type ChainHead,
+  type DecidedInput,
   type ExecutionEntry,
   type IntentResolution,
   type PolicyDecision,
@@ -717,6 +718,56 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       for (const id of tied) await store.storeRecordedTransaction(claimOf(id, 'RECORDED', at(1000)), recordOf(id));
       expect((await store.listClaims(ALL, 1, 4)).items.map((c) => c.businessTransactionId)).toEqual([...tied].sort().reverse());
     });
+  });
+
+  describe('decision inputs kept with the claims (impact preview)', () => {
+    const decided = (policyName: string, i: number): DecidedInput => ({
+      policyName,
+      policyVersion: '1.0.0',
+      action: (['approve', 'reject', 'requires_override'] as const)[i % 3]!,
+      matchedRuleId: i % 4 === 0 ? null : `rule-${i % 4}`,
+      input: { signals: { amount: i, note: JSON.parse('{"__proto__":{"x":1}}') as unknown }, intent: { action: 'payments:transfer', parameters: { i } } },
+    });
+
+    it('reads back the latest decisions of one policy, newest first (time, then id), across batches, whichever record the claim came with', async () => {
+      // 130 decisions of `p` (more than two read batches), in 40 distinct times (ties in each), written
+      // concurrently (PostgreSQL: bulk claims in the group commit) with the three kinds of record;
+      // beside them a policy `q`, and claims without a decision (refused before evaluation).
+      const mine: { id: string; at: string; d: DecidedInput }[] = [];
+      const writes: Promise<void>[] = [];
+      for (let i = 0; i < 130; i++) {
+        const id = randomUUID();
+        const claim: TransactionClaim = { ...claimOf(id, 'REFUSED', at(i % 40)), decided: decided('p', i) };
+        mine.push({ id, at: claim.createdAt, d: claim.decided! });
+        writes.push(
+          i % 3 === 0
+            ? store.storeRefusal(claim, refusalOf(id))
+            : i % 3 === 1
+              ? store.storeRecordedTransaction({ ...claim, outcome: 'RECORDED' }, recordOf(id))
+              : store.prepareIntent({ ...claim, outcome: 'EXECUTING' }, intentOf(id), at(0)),
+        );
+        const other = randomUUID();
+        writes.push(store.storeRefusal({ ...claimOf(other, 'REFUSED', at(100 + i)), decided: decided('q', i) }, refusalOf(other)));
+        const bare = randomUUID();
+        writes.push(store.storeRefusal(claimOf(bare, 'REFUSED', at(200 + i)), refusalOf(bare)));
+      }
+      await Promise.all(writes);
+      const newest = [...mine].sort((a, b) => (a.at === b.at ? (a.id < b.id ? 1 : -1) : a.at < b.at ? 1 : -1));
+      const decisions = new TypeOrmRecordedDecisions(ds);
+      for (const limit of [1, 49, 50, 51, 100, 130, 1000]) {
+        const read = [];
+        for await (const d of decisions.latest('p', limit)) read.push(d);
+        expect(read.map((d) => d.businessTransactionId)).toEqual(newest.slice(0, limit).map((m) => m.id));
+      }
+      const all = [];
+      for await (const d of decisions.latest('p', 1000)) all.push(d);
+      expect(all).toEqual(newest.map((m) => ({ businessTransactionId: m.id, decidedAt: m.at, ...m.d })));
+      // The claim reads as before: the decision is kept for the preview only.
+      expect(await store.getClaim(mine[0]!.id, ALL)).toEqual(claimOf(mine[0]!.id, 'REFUSED', mine[0]!.at));
+      const none = [];
+      for await (const d of decisions.latest('nobody', 10)) none.push(d);
+      expect(none).toEqual([]);
+    }, 60_000);
   });
 
   describe('chain order (GET /trust-records)', () => {

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDataSource, migrate, TypeOrmPendingChangeStore, TypeOrmPolicyStore } from '@ets/adapters-persistence';
 import type { DecisionRequest, GovernanceEvent, PendingChange, PolicyDocument, PolicyVersion, Signed } from '@ets/domain';
-import { STORAGE_TARGETS, type ProvisionedTarget } from '@ets/test-support';
+import { governanceEvent, STORAGE_TARGETS, type ProvisionedTarget } from '@ets/test-support';
 
 const nonce = () => randomBytes(32).toString('base64url');
 
@@ -36,19 +36,6 @@ const change = (over: Partial<PendingChange> = {}): PendingChange => ({
   ...over,
 });
 
-/** A governance event as the domain signs it (the store keeps what it is given; it verifies nothing). */
-const governanceEvent = (action: GovernanceEvent['action'], callerId: string, subjectId = 'chg'): Signed<GovernanceEvent> => ({
-  eventId: randomUUID(),
-  kind: 'governance',
-  callerId,
-  action,
-  subjectType: 'policy-change',
-  subjectId,
-  summary: `${action} by ${callerId}`,
-  occurredAt: new Date().toISOString(),
-  keyId: 'ed25519-test',
-  signature: 'c2ln',
-});
 const proposal = (): Signed<GovernanceEvent> => governanceEvent('propose', 'alice');
 
 const approve = (c: PendingChange, decider: string, over: Partial<DecisionRequest> = {}): DecisionRequest => ({

@@ -16,3 +16,4 @@ export * from './transparency.js';
 export * from './chain-walk.js';
 export * from './load.js';
 export * from './multi-instance.js';
+export * from './governance.js';

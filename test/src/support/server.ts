@@ -31,18 +31,26 @@ export async function startTestServer(factory: TargetFactory, env: Record<string
   if (db.target.kind === 'sqlite') settings.dataDir = path.dirname(db.target.file);
   // In jest `@ets/server` is validated-server.ts: its startServer checks every response.
   const running = await startServer(settings, silentLogger);
-  return {
-    ...running,
-    settings,
-    dataDir,
-    db,
-    async destroy() {
-      await running.close();
-      await db.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-      // Responses of afterAll hooks come after the last test's check.
-      const problems = takeResponseProblems();
-      if (problems.length > 0) throw new Error(`Responses not as the OpenAPI document says:\n- ${problems.join('\n- ')}`);
-    },
+  return { ...running, settings, dataDir, db, destroy: destroyer(running, db, dataDir) };
+}
+
+/**
+ * Stops `server` the way `ets serve` stops (its database and data dir are kept) and starts it again
+ * on them with the same settings: what a restart of the process sees.
+ */
+export async function restartTestServer(server: TestServer): Promise<TestServer> {
+  await server.close();
+  const running = await startServer(server.settings, silentLogger);
+  return { ...running, settings: server.settings, dataDir: server.dataDir, db: server.db, destroy: destroyer(running, server.db, server.dataDir) };
+}
+
+function destroyer(running: RunningServer, db: ProvisionedTarget, dataDir: string): () => Promise<void> {
+  return async () => {
+    await running.close();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+    // Responses of afterAll hooks come after the last test's check.
+    const problems = takeResponseProblems();
+    if (problems.length > 0) throw new Error(`Responses not as the OpenAPI document says:\n- ${problems.join('\n- ')}`);
   };
 }

@@ -79,3 +79,51 @@ describe('metrics settings', () => {
     expect(() => loadSettings(env, '/tmp')).toThrow(message);
   });
 });
+
+describe('notification settings (CONTRACT "Notifications")', () => {
+  const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+
+  it('are off without SVC_NOTIFY_WEBHOOK_URLS; SVC_PUBLIC_URL defaults to the listen address', () => {
+    expect(loadSettings({}, '/tmp')).toMatchObject({ notifications: undefined, publicUrl: 'http://127.0.0.1:8080' });
+    expect(loadSettings({ SVC_HOST: '::1', SVC_PORT: '9000' }, '/tmp').publicUrl).toBe('http://[::1]:9000');
+  });
+
+  it('reads the endpoints (normalised, each once) and the secret; SVC_PUBLIC_URL without its trailing slash', () => {
+    const s = loadSettings(
+      { SVC_NOTIFY_WEBHOOK_URLS: 'https://Hooks.Example.com/a?t=1, https://other.example.org:8443/b,https://hooks.example.com/a?t=1', SVC_NOTIFY_WEBHOOK_SECRET: SECRET, SVC_PUBLIC_URL: 'https://ets.example.com/approvals/' },
+      '/tmp',
+    );
+    expect(s.notifications).toEqual({ endpoints: ['https://hooks.example.com/a?t=1', 'https://other.example.org:8443/b'], secret: SECRET });
+    expect(s.publicUrl).toBe('https://ets.example.com/approvals');
+  });
+
+  it.each([
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'http://hooks.example.com/a?token=SECRETPATH' }, /SVC_NOTIFY_WEBHOOK_URLS: entry 1 must use https/],
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'https://hooks.example.com/a, https://127.0.0.1/SECRETPATH' }, /entry 2 must name its host, not an IP address/],
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'https://localhost/SECRETPATH' }, /entry 1 must not name localhost/],
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'https://u:SECRETPATH@hooks.example.com/' }, /entry 1 must not carry a user name or password/],
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'https://hooks.example.com/a,,' }, /entry 2 is empty/],
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'https://hooks.example.com/SECRETPATH' }, /Missing setting SVC_NOTIFY_WEBHOOK_SECRET/],
+    [{ SVC_NOTIFY_WEBHOOK_SECRET: SECRET }, /SVC_NOTIFY_WEBHOOK_SECRET: it needs SVC_NOTIFY_WEBHOOK_URLS/],
+    [{ SVC_NOTIFY_WEBHOOK_SECRET: 'SECRETPATHSECRETPATHSECRETPATHSECRETPATH' }, /SVC_NOTIFY_WEBHOOK_SECRET: it needs/],
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'https://hooks.example.com/a', SVC_NOTIFY_WEBHOOK_SECRET: 'SECRETPATHSECRETPATHSECRETPATHSECRETPATH' }, /SVC_NOTIFY_WEBHOOK_SECRET: it must start with whsec_/],
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'https://hooks.example.com/a', SVC_NOTIFY_WEBHOOK_SECRET: 'whsec_SECRETPATH!!' }, /standard base64/],
+    [{ SVC_NOTIFY_WEBHOOK_URLS: 'https://hooks.example.com/a', SVC_NOTIFY_WEBHOOK_SECRET: `whsec_${Buffer.alloc(16).toString('base64')}` }, /24 to 64 bytes \(it holds 16\)/],
+    [{ SVC_PUBLIC_URL: 'ftp://ets.example.com' }, /SVC_PUBLIC_URL/],
+    [{ SVC_PUBLIC_URL: 'https://ets.example.com/?x=1' }, /SVC_PUBLIC_URL/],
+    [{ SVC_PUBLIC_URL: 'https://ets.example.com/#x' }, /SVC_PUBLIC_URL/],
+    [{ SVC_PUBLIC_URL: 'not a url' }, /SVC_PUBLIC_URL/],
+  ])('refuses %j with one line naming the setting, never quoting a webhook URL or the secret', (env, message) => {
+    expect(() => loadSettings(env, '/tmp')).toThrow(ConfigError);
+    expect(() => loadSettings(env, '/tmp')).toThrow(message);
+    let text = '';
+    try {
+      loadSettings(env, '/tmp');
+    } catch (e) {
+      text = (e as Error).message;
+    }
+    expect(text).not.toContain('SECRETPATH');
+    expect(text).not.toContain(SECRET);
+    expect(text.split('\n')).toHaveLength(1);
+  });
+});

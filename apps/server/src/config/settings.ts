@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCidr, parseDnsServers } from '@ets/adapters-connectors';
+import { readWebhookSecret } from '@ets/adapters-crypto';
+import { readEndpoint } from '@ets/domain';
 
 /**
  * Every setting of the contract's table (plus a few operational ones), read and validated once at
@@ -53,6 +55,17 @@ export interface Settings {
   logOrigin: string;
   /** The Prometheus metrics listener (SVC_METRICS_HOST:SVC_METRICS_PORT); off when SVC_METRICS_PORT is unset. */
   metrics?: { host: string; port: number };
+  /** SVC_PUBLIC_URL: the service's address as people reach it (links in notifications); default http://SVC_HOST:SVC_PORT. */
+  publicUrl: string;
+  /** Webhook notifications of new pending items (SVC_NOTIFY_WEBHOOK_URLS); off when unset. The secret is never logged. */
+  notifications?: NotificationSettings;
+}
+
+export interface NotificationSettings {
+  /** The endpoints, each an https URL that obeys the egress rules (checked again at every call). */
+  endpoints: string[];
+  /** SVC_NOTIFY_WEBHOOK_SECRET: `whsec_` + base64 (Standard Webhooks). */
+  secret: string;
 }
 
 export interface EgressSettings {
@@ -243,6 +256,47 @@ function metrics(env: Env): Settings['metrics'] {
   return { host: listenHost(env, 'SVC_METRICS_HOST', DEFAULTS.metricsHost), port: int(env, 'SVC_METRICS_PORT', 0, 0, 65535) };
 }
 
+/**
+ * SVC_NOTIFY_WEBHOOK_URLS and SVC_NOTIFY_WEBHOOK_SECRET, both or neither. Messages never quote a
+ * value: a webhook URL's path may itself be a credential, and the secret is one.
+ */
+function notifications(env: Env): NotificationSettings | undefined {
+  const urls = present(env, 'SVC_NOTIFY_WEBHOOK_URLS');
+  const secret = present(env, 'SVC_NOTIFY_WEBHOOK_SECRET');
+  if (urls === undefined) {
+    if (secret !== undefined) throw new ConfigError('Invalid setting SVC_NOTIFY_WEBHOOK_SECRET: it needs SVC_NOTIFY_WEBHOOK_URLS (notifications are off without them).');
+    return undefined;
+  }
+  const endpoints: string[] = [];
+  for (const [i, raw] of urls.split(',').map((u) => u.trim()).entries()) {
+    const reading = readEndpoint(raw);
+    if (!reading.ok) throw new ConfigError(`Invalid setting SVC_NOTIFY_WEBHOOK_URLS: entry ${i + 1} ${reading.problem === 'is required: an https URL.' ? 'is empty' : reading.problem.replace(/\.$/, '')}; accepted values are https URLs with a host name, separated by commas.`);
+    if (!endpoints.includes(reading.endpoint.url)) endpoints.push(reading.endpoint.url);
+  }
+  if (secret === undefined) {
+    throw new ConfigError('Missing setting SVC_NOTIFY_WEBHOOK_SECRET: SVC_NOTIFY_WEBHOOK_URLS needs the signing secret, whsec_ followed by the base64 of 24 to 64 random bytes.');
+  }
+  const read = readWebhookSecret(secret);
+  if (!read.ok) throw new ConfigError(`Invalid setting SVC_NOTIFY_WEBHOOK_SECRET: ${read.problem}; accepted values are whsec_ followed by the base64 of 24 to 64 random bytes.`);
+  return { endpoints, secret };
+}
+
+/** SVC_PUBLIC_URL: an http(s) URL without user, query or fragment; default `http://<host>:<port>`. */
+function publicUrl(env: Env, host: string, port: number): string {
+  const v = present(env, 'SVC_PUBLIC_URL');
+  if (v === undefined) return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
+  let u: URL | undefined;
+  try {
+    u = new URL(v);
+  } catch {
+    u = undefined;
+  }
+  if (!u || !['http:', 'https:'].includes(u.protocol) || u.username !== '' || u.password !== '' || u.search !== '' || u.hash !== '' || v.includes('#') || v.includes('?')) {
+    throw new ConfigError(`Invalid setting SVC_PUBLIC_URL=${JSON.stringify(v)}: accepted values are http:// or https:// URLs without user, query or fragment, such as https://ets.example.com.`);
+  }
+  return u.href.replace(/\/+$/, '');
+}
+
 export function loadSettings(env: Env = process.env, cwd: string = process.cwd()): Settings {
   const dataDir = path.resolve(cwd, present(env, 'SVC_DATA_DIR') ?? DEFAULTS.dataDir);
   const host = listenHost(env, 'SVC_HOST', DEFAULTS.host);
@@ -258,9 +312,10 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
   const signingMode = oneOf(env, 'SVC_SIGNING_MODE', ['ed25519', 'hybrid'] as const, 'ed25519');
   // Assigned where the issuer is read, so an invalid setting is still reported in the order the settings are read.
   let issuerName: string;
+  let port: number;
   return {
     host,
-    port: int(env, 'SVC_PORT', DEFAULTS.port, 0, 65535),
+    port: (port = int(env, 'SVC_PORT', DEFAULTS.port, 0, 65535)),
     dataDir,
     databaseUrl: url(env, 'SVC_DATABASE_URL', ['postgres', 'postgresql']),
     apiKeysFile: path.resolve(cwd, present(env, 'SVC_API_KEYS_FILE') ?? path.join(dataDir, 'api-keys.json')),
@@ -288,5 +343,7 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
     logOrigin: logOrigin(env, issuerName),
     metrics: metrics(env),
+    publicUrl: publicUrl(env, host, port),
+    notifications: notifications(env),
   };
 }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
-import { readEndpoint, type Egress, type EgressResult, type Endpoint, type EndpointCheck, type NotSentReason, type OutboundJsonRequest } from '@ets/domain';
+import { jsonBodyText, readEndpoint, type Egress, type EgressResult, type Endpoint, type EndpointCheck, type NotSentReason, type OutboundJsonRequest } from '@ets/domain';
 import { AddressPolicy } from './address-policy.js';
 import { DnsResolver, type HostResolver } from './resolver.js';
 
@@ -87,7 +87,7 @@ export class HttpsEgress implements Egress {
     const reading = readEndpoint(request.endpoint);
     if (!reading.ok) return notSent('endpoint', `endpoint ${reading.problem}`);
     const endpoint = reading.endpoint;
-    const body = Buffer.from(JSON.stringify(request.body ?? null), 'utf8');
+    const body = Buffer.from(jsonBodyText(request.body), 'utf8');
     return withDeadline(request.timeoutMs, async (signal, deadline) => {
       const checked = await this.resolveChecked(endpoint.host, signal);
       if (!checked.ok) return notSent(checked.reason, checked.message);
@@ -95,7 +95,7 @@ export class HttpsEgress implements Egress {
       for (const [i, address] of checked.addresses.entries()) {
         const limitMs = connectAttemptMs(deadline - Date.now(), checked.addresses.length - i);
         const attempt = await this.connect(address, endpoint, signal, limitMs);
-        if (attempt.kind === 'connected') return this.exchange(attempt.socket, endpoint, body, signal);
+        if (attempt.kind === 'connected') return this.exchange(attempt.socket, endpoint, body, signal, request.headers);
         if (attempt.kind === 'not-sent') return notSent(attempt.reason, attempt.message);
         refusals.push(attempt.message);
       }
@@ -156,7 +156,7 @@ export class HttpsEgress implements Egress {
   }
 
   /** From here on the request may have been received: every failure is an unknown outcome. */
-  private exchange(socket: tls.TLSSocket, endpoint: Endpoint, body: Buffer, signal: AbortSignal): Promise<EgressResult> {
+  private exchange(socket: tls.TLSSocket, endpoint: Endpoint, body: Buffer, signal: AbortSignal, extraHeaders: Readonly<Record<string, string>> = {}): Promise<EgressResult> {
     return new Promise<EgressResult>((resolve) => {
       let settled = false;
       const settle = (r: EgressResult) => {
@@ -174,6 +174,8 @@ export class HttpsEgress implements Egress {
         method: 'POST',
         path: endpoint.path,
         headers: {
+          // The caller's first, so that none of the egress's own can be replaced.
+          ...extraHeaders,
           host: hostHeader(endpoint),
           'content-type': 'application/json',
           'content-length': body.length,

@@ -1,4 +1,4 @@
-import type { PolicyGovernance, PolicyService } from '@ets/domain';
+import { invalid, type PolicyGovernance, type PolicyImpactPreview, type PolicyService } from '@ets/domain';
 import { callerOf } from '../middleware/authenticate.js';
 import type { RouteModule } from '../route-table.js';
 import { readPaging } from './paging.js';
@@ -6,6 +6,7 @@ import { readPaging } from './paging.js';
 export interface PolicyRoutesDeps {
   policies: PolicyService;
   governance: PolicyGovernance;
+  impact: PolicyImpactPreview;
 }
 
 const field = (body: unknown, name: string): unknown =>
@@ -32,6 +33,13 @@ export const policyRoutes = (deps: PolicyRoutesDeps): RouteModule => (t) => {
   t.post('/policies/:name/:version/pending-changes', { auth: 'key' }, async (req, res) => {
     const change = await deps.governance.propose(callerOf(res), String(req.params.name), String(req.params.version), req.body);
     res.status(201).json(change);
+  });
+
+  // Replays up to 10,000 stored decision inputs: through the read gate, like the other heavy reads.
+  t.get('/policies/pending-changes/:id/impact', { auth: 'key', heavyRead: true }, async (req, res) => {
+    const unknown = Object.keys(req.query).find((k) => k !== 'limit');
+    if (unknown !== undefined) throw invalid(`Unknown query parameter '${unknown}': this route takes only limit.`);
+    res.json(await deps.impact.preview(callerOf(res), String(req.params.id), req.query.limit));
   });
 
   t.post('/policies/pending-changes/:id/approve', { auth: 'key' }, async (req, res) => {

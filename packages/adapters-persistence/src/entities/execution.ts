@@ -1,7 +1,7 @@
 import { EntitySchema } from 'typeorm';
 
 /**
- * Tables of the execution pipeline (migrations 0001, 0004 and 0013). The store queries them with plain
+ * Tables of the execution pipeline (migrations 0001, 0004, 0013 and 0017). The store queries them with plain
  * parameterised SQL on its hot path; these mappings describe the same columns for the ORM.
  */
 export interface ExecutionIntentRow {
@@ -41,6 +41,13 @@ export interface TransactionClaimRow {
   callerId: string;
   outcome: string;
   createdAt: string;
+  /** The decision of the policy's evaluation and its input (migration 0017); null without one. */
+  policyName: string | null;
+  policyVersion: string | null;
+  decisionAction: string | null;
+  matchedRuleId: string | null;
+  /** JSON of `{ signals, intent }`, what the policy decided on. */
+  decisionInput: string | null;
 }
 
 export const TransactionClaimEntity = new EntitySchema<TransactionClaimRow>({
@@ -51,6 +58,11 @@ export const TransactionClaimEntity = new EntitySchema<TransactionClaimRow>({
     callerId: { name: 'caller_id', type: 'varchar', length: 256 },
     outcome: { name: 'outcome', type: 'varchar', length: 16 },
     createdAt: { name: 'created_at', type: 'varchar', length: 32 },
+    policyName: { name: 'policy_name', type: 'varchar', length: 128, nullable: true },
+    policyVersion: { name: 'policy_version', type: 'varchar', length: 64, nullable: true },
+    decisionAction: { name: 'decision_action', type: 'varchar', length: 32, nullable: true },
+    matchedRuleId: { name: 'matched_rule_id', type: 'varchar', length: 128, nullable: true },
+    decisionInput: { name: 'decision_input', type: 'text', nullable: true },
   },
 });
 

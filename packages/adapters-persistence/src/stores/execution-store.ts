@@ -68,8 +68,25 @@ interface ClaimRow {
   created_at: string;
 }
 
-const CLAIM_INSERT =
-  'INSERT INTO business_transactions (business_transaction_id, caller_id, outcome, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
+/** The claim's columns: its four, then the decision kept for the impact preview (null without one). */
+const CLAIM_COLUMNS = 'business_transaction_id, caller_id, outcome, created_at, policy_name, policy_version, decision_action, matched_rule_id, decision_input';
+const CLAIM_INSERT = `INSERT INTO business_transactions (${CLAIM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
+
+/** The values of CLAIM_COLUMNS, in order. */
+function claimValues(claim: TransactionClaim): unknown[] {
+  const d = claim.decided;
+  return [
+    claim.businessTransactionId,
+    claim.callerId,
+    claim.outcome,
+    claim.createdAt,
+    d?.policyName ?? null,
+    d?.policyVersion ?? null,
+    d?.action ?? null,
+    d?.matchedRuleId ?? null,
+    d ? JSON.stringify(d.input) : null,
+  ];
+}
 const RECORD_COLUMNS = '(business_transaction_id, body, created_at)';
 const TRUST_RECORD_COLUMNS = '(business_transaction_id, caller_id, body, created_at)';
 const INTENT_COLUMNS = '(business_transaction_id, caller_id, state, intent, created_at, updated_at, in_flight_until)';
@@ -80,13 +97,14 @@ const INTENT_COLUMNS = '(business_transaction_id, caller_id, state, intent, crea
  * claimed (waiting for a concurrent claimer of the same id to commit or roll back), and a record,
  * and the request's authentication event if it carries one, is inserted only for a claim made. The
  * ids it returns are the claims made; any other id was already claimed. `extra` names the record's
- * own values after the claim's four, as `select` uses them.
+ * own values after the claim's (CLAIM_COLUMNS), as `select` uses them.
  */
 const pgClaimBulk = (table: string, columns: string, select: string, extra: string[]): string => {
-  const names = ['id', 'caller_id', 'outcome', 'created_at', ...extra, 'ev_id', 'ev_kind', 'ev_caller', 'ev_at', 'ev_body'];
+  const decision = ['policy_name', 'policy_version', 'decision_action', 'matched_rule_id', 'decision_input'];
+  const names = ['id', 'caller_id', 'outcome', 'created_at', ...decision, ...extra, 'ev_id', 'ev_kind', 'ev_caller', 'ev_at', 'ev_body'];
   return `WITH input AS (SELECT * FROM unnest(${names.map((_, i) => `$${i + 1}::text[]`).join(', ')}) AS t(${names.join(', ')})),
-    c AS (INSERT INTO business_transactions (business_transaction_id, caller_id, outcome, created_at)
-          SELECT id, caller_id, outcome, created_at FROM input ON CONFLICT DO NOTHING RETURNING business_transaction_id AS id),
+    c AS (INSERT INTO business_transactions (${CLAIM_COLUMNS})
+          SELECT id, caller_id, outcome, created_at, ${decision.join(', ')} FROM input ON CONFLICT DO NOTHING RETURNING business_transaction_id AS id),
     a AS (INSERT INTO ${AUDIT_EVENT_COLUMNS} SELECT ev_id, ev_kind, ev_caller, ev_at, ev_body FROM input JOIN c USING (id) WHERE ev_id IS NOT NULL)
     INSERT INTO ${table} ${columns} SELECT ${select} FROM input JOIN c USING (id) RETURNING business_transaction_id`;
 };
@@ -120,7 +138,7 @@ class ClaimWrite implements BulkWork<ClaimItem, void> {
     // then take the rows' locks in the same order and never wait for each other in a circle.
     const rows = [...first.values()].sort((a, b) => (a.claim.businessTransactionId < b.claim.businessTransactionId ? -1 : 1)).map((item) => {
       const { claim } = item;
-      return [claim.businessTransactionId, claim.callerId, claim.outcome, claim.createdAt, ...item.values, ...(item.audit?.params ?? [null, null, null, null, null])];
+      return [...claimValues(claim), ...item.values, ...(item.audit?.params ?? [null, null, null, null, null])];
     });
     const columns = rows[0]!.map((_, c) => rows.map((r) => (r[c] === null || r[c] === undefined ? null : String(r[c]))));
     const claimed = new Set(((await run(this.pgSql, columns)).records as { business_transaction_id: string }[]).map((r) => r.business_transaction_id));
@@ -135,7 +153,7 @@ class ClaimWrite implements BulkWork<ClaimItem, void> {
   /** SQLite: the claim (skipped on conflict), then the record and the event, under BEGIN IMMEDIATE. */
   private async writeSqlite(run: Run, item: ClaimItem): Promise<BulkOutcome<void>> {
     const { claim } = item;
-    const c = await run(CLAIM_INSERT, [claim.businessTransactionId, claim.callerId, claim.outcome, claim.createdAt]);
+    const c = await run(CLAIM_INSERT, claimValues(claim));
     if (c.affected !== 1) return { ok: false, error: new DuplicateTransactionError(claim.businessTransactionId) };
     await run(item.sqlite[0], item.sqlite[1]);
     const logged = item.audit ? [await insertAuditRow(run, false, item.audit), item.logged] : [item.logged];
@@ -165,7 +183,7 @@ const SQL = {
     resolveRead: 'SELECT state, status_detail, in_flight_until FROM execution_intents WHERE business_transaction_id = ?',
   },
   pg: {
-    // Bulk claims: the claim's four, the record's own values, the event's five (see pgClaimBulk).
+    // Bulk claims: the claim's nine (CLAIM_COLUMNS), the record's own values, the event's five (see pgClaimBulk).
     refusal: pgClaimBulk('refusal_records', RECORD_COLUMNS, 'id, body, created_at', ['body']),
     record: pgClaimBulk('trust_records', TRUST_RECORD_COLUMNS, 'id, caller_id, body, created_at', ['body']),
     intent: pgClaimBulk('execution_intents', INTENT_COLUMNS, "id, caller_id, 'PREPARED', body, at, at, until", ['body', 'at', 'until']),

@@ -1,8 +1,9 @@
 import type { DataSource } from 'typeorm';
-import type { ApplyClaimRequest, ChangeStatus, DecisionRequest, DecisionResult, GovernanceEvent, Page, PendingChange, PendingChangeStore, Signed } from '@ets/domain';
+import type { ApplyClaimRequest, ChangeStatus, DecisionRequest, DecisionResult, GovernanceEvent, OutboundNotice, Page, PendingChange, PendingChangeStore, Signed } from '@ets/domain';
 import { PendingChangeEntity, type PendingChangeRow } from '../entities/governance.js';
 import { appendToLog } from '../transparency/log-in-transaction.js';
 import { insertAuditEvent } from './audit-event-store.js';
+import { insertNotices } from './notice-outbox.js';
 import { executeSerially } from './serial-writes.js';
 import type { Run } from './sqlite-writer.js';
 import { toPg } from './sql.js';
@@ -49,7 +50,8 @@ function toChange(r: PendingChangeRow): PendingChange {
  * `step_up_nonces`. A proposal, a decision and the completion of an approval are each one
  * transaction (`storeTransaction`: SQLite's single writer, or BEGIN … COMMIT on PostgreSQL) that
  * also stores the signed governance event in `audit_events` and appends it to the transparency
- * log: the event and its leaf exist if and only if the change they record does.
+ * log: the event and its leaf exist if and only if the change they record does. A proposal's
+ * notices (the notifications outbox) are written in its transaction too.
  */
 export class TypeOrmPendingChangeStore implements PendingChangeStore {
   private readonly pg: boolean;
@@ -62,7 +64,7 @@ export class TypeOrmPendingChangeStore implements PendingChangeStore {
     return this.ds.getRepository(PendingChangeEntity);
   }
 
-  create(change: PendingChange, event: Signed<GovernanceEvent>): Promise<boolean> {
+  create(change: PendingChange, event: Signed<GovernanceEvent>, notices: readonly OutboundNotice[] = []): Promise<boolean> {
     return storeTransaction(this.ds, async (run) => {
       const inserted = await this.run(run, CREATE, [
         change.id,
@@ -80,6 +82,7 @@ export class TypeOrmPendingChangeStore implements PendingChangeStore {
       ]);
       if (inserted.affected !== 1) return false;
       await this.storeEvent(run, event);
+      await insertNotices(run, this.pg, notices);
       return true;
     });
   }

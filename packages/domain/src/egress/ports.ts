@@ -36,8 +36,13 @@ export type EndpointCheck = { ok: true; addresses: string[] } | { ok: false; rea
 export interface OutboundJsonRequest {
   /** The endpoint; its rules are checked again on every call. */
   endpoint: string;
-  /** Sent as `application/json`. */
+  /** Sent as `application/json`, exactly the bytes of `jsonBodyText(body)` (what a signature over the body covers). */
   body: unknown;
+  /**
+   * Request headers beside the egress's own (lower-case names; `host`, `content-type`,
+   * `content-length`, `accept`, `connection` and `user-agent` are the egress's and cannot be replaced).
+   */
+  headers?: Readonly<Record<string, string>>;
   /** One deadline for resolving, connecting, TLS and the whole answer. */
   timeoutMs: number;
 }
@@ -48,3 +53,6 @@ export interface Egress {
   /** `POST` with a JSON body. Never throws: every failure is a result. Nothing is ever retried once connected. */
   postJson(request: OutboundJsonRequest): Promise<EgressResult>;
 }
+
+/** The text of an outbound JSON body: what is sent, byte for byte (UTF-8), for a signature over it. */
+export const jsonBodyText = (body: unknown): string => JSON.stringify(body ?? null);

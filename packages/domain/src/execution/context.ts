@@ -20,6 +20,7 @@ import type { Assessment, BusinessTransaction, PolicyBinding, SignedRefusal, Sig
 import type { AskResult, SourcedFact } from '../business-validation/asking.js';
 import type { AuthorityGrantStore } from '../authority/ports.js';
 import type { ApprovalScope } from '../policy/document.js';
+import { decidedInput } from '../policy/impact.js';
 
 /** A published, approved policy version, compiled once. */
 export interface PublishedPolicy {
@@ -98,6 +99,8 @@ export interface DecisionContext {
   assessment: Omit<Assessment, 'execution'>;
   /** The facts the decision rests on: a release carries them as conditions. */
   conditions: ReleaseCondition[];
+  /** Set by the `decide` stage: the policy's rules decided. */
+  byRules?: boolean;
 }
 
 /**
@@ -114,6 +117,8 @@ export interface DecidedTransaction {
   /** The capability namespace of the connector found for the action. */
   connector: string;
   decision: PolicyDecision;
+  /** The policy's rules made the decision (false: business validation refused before they ran). */
+  byRules: boolean;
   signals: Record<string, unknown>;
   assessment: Omit<Assessment, 'execution'>;
   conditions: ReleaseCondition[];
@@ -136,7 +141,14 @@ export interface OutcomeContext {
 export const duplicate = (id: string) => new DomainError('conflict', `Business Transaction '${id}' already exists.`);
 
 export function claimOf(ctx: OutcomeContext, outcome: TransactionClaim['outcome']): TransactionClaim {
-  return { businessTransactionId: ctx.decided.tx.businessTransactionId, callerId: ctx.decided.callerId, outcome, createdAt: ctx.now };
+  const { decided } = ctx;
+  const { tx } = decided;
+  const claim: TransactionClaim = { businessTransactionId: tx.businessTransactionId, callerId: decided.callerId, outcome, createdAt: ctx.now };
+  // Only a decision of the policy's rules is replayable by the impact preview.
+  if (decided.byRules) {
+    claim.decided = decidedInput(decided.policy, { signals: decided.signals, intent: { action: tx.intent.action, parameters: tx.intent.parameters } }, decided.decision);
+  }
+  return claim;
 }
 
 export function assessmentOf(decided: DecidedTransaction, execution: Assessment['execution']['status']): Assessment {

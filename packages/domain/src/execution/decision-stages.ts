@@ -64,5 +64,6 @@ export const decide = (): DecisionStage =>
   stage('decide', async (ctx) => {
     const policy = established(ctx.policy, 'policy');
     const { tx } = ctx;
+    ctx.byRules = true;
     return evaluatePolicy(policy.compiled, { signals: ctx.signals, intent: { action: tx.intent.action, parameters: tx.intent.parameters } });
   });

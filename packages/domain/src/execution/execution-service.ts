@@ -86,6 +86,7 @@ export class ExecutionService {
       policy: established(ctx.binding, 'policy'),
       connector: established(ctx.connector, 'connector').namespace,
       decision,
+      byRules: ctx.byRules === true,
       signals: ctx.signals,
       assessment: ctx.assessment,
       conditions: ctx.conditions,

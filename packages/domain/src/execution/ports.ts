@@ -1,4 +1,5 @@
 import type { AuthEvent } from '../ports/audit.js';
+import type { DecidedInput } from '../policy/impact.js';
 import type { Signed } from '../ports/crypto.js';
 import type {
   ChainHead,
@@ -18,6 +19,11 @@ export interface TransactionClaim {
   /** What became of it: refused by policy, recorded without release, released (EXECUTING until its Trust Record is stored, then EXECUTED). */
   outcome: 'REFUSED' | 'RECORDED' | 'EXECUTING' | 'EXECUTED';
   createdAt: string;
+  /**
+   * The policy's decision and what it was decided on, when the policy's evaluation decided (not for
+   * refusals before it): written with the claim, read back only by the impact preview.
+   */
+  decided?: DecidedInput;
 }
 
 /** Raised by a store when the businessTransactionId is already claimed. */

@@ -2,6 +2,7 @@ import type { Page } from '../ports/page.js';
 import type { ChangeStatus, PendingChange } from './change.js';
 import type { GovernanceEvent } from '../ports/audit.js';
 import type { Signed } from '../ports/crypto.js';
+import type { OutboundNotice } from '../notifications/pending-items.js';
 import type { ApplyClaim, ApplyClaimRequest, DecisionRequest, DecisionResult, PendingChangeStore } from './ports.js';
 
 const copy = <T>(x: T): T => structuredClone(x);
@@ -18,8 +19,10 @@ export class InMemoryPendingChangeStore implements PendingChangeStore {
   readonly claims = new Map<string, ApplyClaim>();
   /** The governance events stored with the changes, in order. */
   readonly events: Signed<GovernanceEvent>[] = [];
+  /** The notices stored with the changes (the outbox), in order. */
+  readonly notices: OutboundNotice[] = [];
 
-  async create(change: PendingChange, event: Signed<GovernanceEvent>): Promise<boolean> {
+  async create(change: PendingChange, event: Signed<GovernanceEvent>, notices: readonly OutboundNotice[] = []): Promise<boolean> {
     if (this.changes.has(change.id)) return false;
     if (change.subject !== undefined) {
       for (const c of this.changes.values()) {
@@ -28,6 +31,7 @@ export class InMemoryPendingChangeStore implements PendingChangeStore {
     }
     this.changes.set(change.id, copy(change));
     this.events.push(copy(event));
+    this.notices.push(...copy(notices));
     return true;
   }
 

@@ -35,6 +35,7 @@ import {
 import type { GovernanceAudit } from './governance-audit.js';
 import type { ApplyClaim, ChangeApplier, PendingChangeStore } from './ports.js';
 import { checkStepUpEnvelope, readStepUpEnvelope } from './step-up.js';
+import type { PendingItemNotifier } from '../notifications/pending-items.js';
 
 /**
  * How long the apply claim of a decision stays with its request. Applying is a few statements; the
@@ -52,8 +53,10 @@ export interface MakerCheckerDeps<P> {
   clock: Clock;
   ids: IdGenerator;
   audit: GovernanceAudit;
-  /** One line saying what the change does, for audit events (`publish policy 'x' version '2'`). */
+  /** One line saying what the change does, for audit events and notifications (`publish policy 'x' version '2'`). */
   describe(change: PendingChange<P>): string;
+  /** Announces each new change (CONTRACT "Notifications"); none when absent. */
+  notifier?: PendingItemNotifier;
   /**
    * The kind's own refusal of a checker, after the shared ones (a grantee may not approve a grant
    * of their own): throws a DomainError, before anything is stored.
@@ -68,6 +71,8 @@ export interface GovernedKindDeps {
   clock: Clock;
   ids: IdGenerator;
   audit: GovernanceAudit;
+  /** Announces each new change to the configured webhooks; none when absent. */
+  notifier?: PendingItemNotifier;
 }
 
 /** The maker-checker of one kind of change, from the shared parts and the kind's own. */
@@ -76,8 +81,8 @@ export function makerCheckerFor<P>(
   deps: GovernedKindDeps,
   own: Pick<MakerCheckerDeps<P>, 'applier' | 'describe' | 'checkDecider'>,
 ): MakerChecker<P> {
-  const { changes, stepUpVerifier, clock, ids, audit } = deps;
-  return new MakerChecker<P>({ kind, store: changes, stepUpVerifier, clock, ids, audit, ...own });
+  const { changes, stepUpVerifier, clock, ids, audit, notifier } = deps;
+  return new MakerChecker<P>({ kind, store: changes, stepUpVerifier, clock, ids, audit, notifier, ...own });
 }
 
 /** Spec 5.9: proposing needs a USER key. */
@@ -162,8 +167,11 @@ export class MakerChecker<P> {
       ...(reason !== undefined ? { reason } : {}),
       createdAt: now.toISOString(),
     };
-    const event = await this.deps.audit.sign({ callerId: proposer, action: 'propose', subjectType: this.subjectType, subjectId: change.id, summary: this.deps.describe(change) }, now);
-    if (!(await this.deps.store.create(change, event))) {
+    const summary = this.deps.describe(change);
+    const event = await this.deps.audit.sign({ callerId: proposer, action: 'propose', subjectType: this.subjectType, subjectId: change.id, summary }, now);
+    // Written in the proposal's own commit: announced if and only if it is stored.
+    const notices = this.deps.notifier?.noticesOf({ kind: this.deps.kind, id: change.id, summary, createdAt: change.createdAt }) ?? [];
+    if (!(await this.deps.store.create(change, event, notices))) {
       throw conflict(`A pending change for ${input.subject ?? 'this subject'} already exists; approve or reject it first.`);
     }
     return change;

@@ -2,6 +2,7 @@ import type { Page } from '../ports/page.js';
 import type { GovernanceEvent } from '../ports/audit.js';
 import type { Signed } from '../ports/crypto.js';
 import type { ChangeStatus, PendingChange } from './change.js';
+import type { OutboundNotice } from '../notifications/pending-items.js';
 
 /** Step (a) of a decision: one atomic call (see PendingChangeStore.decide). */
 export interface DecisionRequest {
@@ -65,11 +66,12 @@ export interface DecisionResult {
  */
 export interface PendingChangeStore {
   /**
-   * Stores a new change and its `propose` event, in one transaction. Returns false, storing
-   * neither, when its kind already has a PENDING_APPROVAL change with the same `subject` (checked
-   * atomically by the store).
+   * Stores a new change, its `propose` event and the notices announcing it (the outbox, see
+   * notifications/pending-items.ts), in one transaction. Returns false, storing none of them, when
+   * its kind already has a PENDING_APPROVAL change with the same `subject` (checked atomically by
+   * the store).
    */
-  create(change: PendingChange, event: Signed<GovernanceEvent>): Promise<boolean>;
+  create(change: PendingChange, event: Signed<GovernanceEvent>, notices?: readonly OutboundNotice[]): Promise<boolean>;
   get(id: string): Promise<PendingChange | undefined>;
   /** Oldest first. */
   list(query: { kind: string; status?: ChangeStatus; subject?: string }): Promise<PendingChange[]>;

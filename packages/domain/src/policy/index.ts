@@ -29,3 +29,4 @@ export * from './policy-version.js';
 export { PolicyService } from './policy-service.js';
 export * from './policy-governance.js';
 export { InMemoryPolicyStore } from './in-memory-policy-store.js';
+export * from './impact.js';

@@ -1,0 +1,2 @@
+export * from './pending-items.js';
+export * from './delivery.js';
