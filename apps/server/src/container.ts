@@ -40,6 +40,7 @@ import {
   readsEverything,
   simpleKeyAuthentication,
   executionRoutes,
+  overrideRoutes,
   externalConnectorRoutes,
   isAuthDisabled,
   createRateLimiters,
@@ -72,6 +73,7 @@ import {
   GovernanceAudit,
   CompilingPolicyCatalog,
   ExecutionService,
+  HeldTransactions,
   executionPhases,
   type ExecutionDeps,
   ExternalConnectorGovernance,
@@ -274,11 +276,25 @@ export function buildContainer(res: OpenedResources): Container {
       grants: get(ctx, TOKENS.AuthorityGrantStore),
       approvals: get(ctx, TOKENS.ApprovalChecker),
       isAuthDisabled,
+      holds: { ttlSeconds: settings.overrideTtlSeconds, notifier: get(ctx, TOKENS.PendingItemNotifier) },
     };
     // The phases in the domain's order; sandbox mode adds its pauses as stages of their own.
     const phases = executionPhases(deps);
     return new ExecutionService(deps, settings.sandbox ? withSandboxStages(deps, phases) : phases);
   });
+
+  // Held transactions: a human approves (released through the pipeline) or rejects them on the server.
+  c.bind<HeldTransactions>(TOKENS.HeldTransactions).toDynamicValue(
+    (ctx) =>
+      new HeldTransactions({
+        store: get(ctx, TOKENS.ExecutionStore),
+        execution: get(ctx, TOKENS.ExecutionService),
+        signer: get(ctx, TOKENS.Signer),
+        hasher: get(ctx, TOKENS.Hasher),
+        clock: get(ctx, TOKENS.Clock),
+        stepUpVerifier: get(ctx, TOKENS.StepUpSignatureVerifier),
+      }),
+  );
 
   // Transparency log: appended by the stores in their transactions; checkpoints and proofs here.
   c.bind<TransparencyLog>(TOKENS.TransparencyLog).toDynamicValue((ctx) => new TypeOrmTransparencyLog(get(ctx, TOKENS.DataSource)));
@@ -353,6 +369,7 @@ export function buildContainer(res: OpenedResources): Container {
           clock: get(ctx, TOKENS.Clock),
         }),
       ),
+      overrideRoutes({ held: get(ctx, TOKENS.HeldTransactions) }),
       profileT(verificationRoutes({ service: get(ctx, TOKENS.VerificationService) })),
       transparencyLogRoutes({
         log: get(ctx, TOKENS.TransparencyLog),

@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import { countIntentsByState, createDataSource, describeTarget, migrate, TypeOrmPublishedKeyStore, type TypeOrmAttestationStore } from '@ets/adapters-persistence';
 import { ServiceSigningKeys } from '@ets/adapters-crypto';
 import type { HttpApp, RateLimiters } from '@ets/adapters-http';
-import { EVERY_CALLER, type AttestationRuntime, type CheckpointPublisher, type ExecutionService, type ExecutionStore, type Logger, type NoticeDelivery, type PolicyGovernance } from '@ets/domain';
+import { EVERY_CALLER, type AttestationRuntime, type CheckpointPublisher, type ExecutionService, type ExecutionStore, type HeldTransactions, type Logger, type NoticeDelivery, type PolicyGovernance } from '@ets/domain';
 import type { Container } from 'inversify';
 import { ConfigError, type Settings } from './config/settings.js';
 import { buildContainer } from './container.js';
@@ -16,6 +16,7 @@ import { proposeShippedPolicies, SHIPPED_POLICIES_DIR } from './shipped-policies
 import { runningCode } from './runtime/running-code.js';
 import { scheduleCheckpoints } from './runtime/checkpoint-schedule.js';
 import { scheduleNoticeDelivery, type NoticeSchedule } from './runtime/notice-schedule.js';
+import { scheduleHeldExpiry } from './runtime/held-expiry.js';
 import { openKeyProvider } from './signing/key-provider.js';
 import { storageTargetFor } from './storage-target.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
@@ -98,11 +99,14 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
       // Hosts only: a webhook URL's path may be a credential.
       logger.info({ hosts: settings.notifications.endpoints.map((e) => new URL(e).host), publicUrl: settings.publicUrl }, 'new pending items are announced to webhooks');
     }
+    // Silence is never consent: held transactions whose time ran out are refused (an earlier run's too).
+    const heldExpiry = scheduleHeldExpiry(container.get<HeldTransactions>(TOKENS.HeldTransactions), logger);
     const httpApp = container.get<HttpApp>(TOKENS.HttpApp);
     let server: Server;
     try {
       server = await listen(httpApp, settings);
     } catch (e) {
+      await heldExpiry.stop();
       await notices?.stop();
       await checkpoints.stop();
       throw e;
@@ -118,6 +122,7 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
       } catch (e) {
         server.close();
         server.closeAllConnections();
+        await heldExpiry.stop();
         await notices?.stop();
         await checkpoints.stop();
         // Named for its own settings (the CLI's listen messages are about SVC_HOST and SVC_PORT).
@@ -129,6 +134,7 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
     const close = (): Promise<void> =>
       (closing ??= (async () => {
         await drainHttp(server, connections, httpApp, settings.shutdownTimeoutMs, logger);
+        await heldExpiry.stop();
         await notices?.stop();
         await checkpoints.stop();
         await metricsListener?.close();

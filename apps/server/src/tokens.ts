@@ -36,6 +36,7 @@ export const TOKENS = {
   AuthorityGrantGovernance: Symbol.for('ets.AuthorityGrantGovernance'),
   ApprovalChecker: Symbol.for('ets.ApprovalChecker'),
   ExecutionService: Symbol.for('ets.ExecutionService'),
+  HeldTransactions: Symbol.for('ets.HeldTransactions'),
   VerificationStore: Symbol.for('ets.VerificationStore'),
   ReceiptStore: Symbol.for('ets.ReceiptStore'),
   VerificationService: Symbol.for('ets.VerificationService'),

@@ -9,6 +9,7 @@ export * from './middleware/simple-key.js';
 export * from './routes/identity.js';
 export * from './routes/signing-keys.js';
 export * from './routes/execution.js';
+export * from './routes/overrides.js';
 export * from './routes/paging.js';
 export * from './routes/policies.js';
 export * from './routes/external-connectors.js';

@@ -20,6 +20,7 @@ export * from './external-connectors/index.js';
 export * from './business-validation/index.js';
 export * from './authority/index.js';
 export * from './approvals/index.js';
+export * from './overrides/index.js';
 export * from './transparency/index.js';
 export * from './attestation/index.js';
 export * from './notifications/index.js';

@@ -997,6 +997,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
         sources: { askAll: async () => { throw new Error('recovery asks no one'); } },
         grants: { forGrantee: async () => { throw new Error('recovery asks no one'); }, get: async () => { throw new Error('recovery asks no one'); } },
         approvals: { accept: async () => { throw new Error('recovery asks no one'); } },
+        holds: { ttlSeconds: 60, notifier: { noticesOf: () => [] } },
       });
       expect(await service.recoverReleased()).toBe(230);
       expect((await store.listIntents(['RELEASED'], ALL, 1, 1)).total).toBe(0);

@@ -51,6 +51,8 @@ export interface Settings {
   issuer: string;
   /** SVC_SOURCE_TIMEOUT_MS: the one deadline of the business signal sources asked for a request. */
   sourceTimeoutMs: number;
+  /** SVC_OVERRIDE_TTL_SECONDS: how long a held transaction waits for a human before it is refused by expiry. */
+  overrideTtlSeconds: number;
   /** The transparency log's origin, the first line of its checkpoints (SVC_LOG_ORIGIN). */
   logOrigin: string;
   /** The Prometheus metrics listener (SVC_METRICS_HOST:SVC_METRICS_PORT); off when SVC_METRICS_PORT is unset. */
@@ -91,6 +93,7 @@ export const DEFAULTS = {
   shutdownTimeoutMs: 10000,
   issuer: 'ets',
   sourceTimeoutMs: 5000,
+  overrideTtlSeconds: 86_400,
   metricsHost: '127.0.0.1',
 } as const;
 
@@ -341,6 +344,7 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     egress: egress(env, cwd),
     issuer: (issuerName = issuer(env)),
     sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
+    overrideTtlSeconds: int(env, 'SVC_OVERRIDE_TTL_SECONDS', DEFAULTS.overrideTtlSeconds, 1, 30 * 86_400),
     logOrigin: logOrigin(env, issuerName),
     metrics: metrics(env),
     publicUrl: publicUrl(env, host, port),

@@ -1,4 +1,4 @@
-import { insertAfter, recordReleaseInTwoSteps, stage, type ExecutionDeps, type ExecutionPhases, type OutcomeContext, type OutcomeStage } from '@ets/domain';
+import { insertAfter, recordReleaseInTwoSteps, STORE_THE_INTENT, stage, type ExecutionDeps, type ExecutionPhases, type OutcomeContext, type OutcomeStage } from '@ets/domain';
 
 /** Intent parameter that pauses the pipeline after RELEASED is stored and before the record (sandbox mode only). */
 export const SANDBOX_PAUSE_AFTER_RELEASE_PARAMETER = 'sandboxPauseAfterReleaseMs';
@@ -27,8 +27,6 @@ export function withSandboxStages(d: ExecutionDeps, phases: ExecutionPhases): Ex
     (ctx) => typeof parameterOf(ctx, SANDBOX_PAUSE_AFTER_RELEASE_PARAMETER) === 'number',
     (ctx) => pauseFor(ctx, SANDBOX_PAUSE_AFTER_RELEASE_PARAMETER),
   );
-  return {
-    ...phases,
-    execute: insertAfter(insertAfter(phases.execute, 'store the intent', pauseBeforeRelease), 'release', inTwoSteps),
-  };
+  const withPauses = (phase: readonly OutcomeStage[]) => insertAfter(insertAfter(phase, STORE_THE_INTENT, pauseBeforeRelease), 'release', inTwoSteps);
+  return { ...phases, execute: withPauses(phases.execute), releaseHeld: withPauses(phases.releaseHeld) };
 }

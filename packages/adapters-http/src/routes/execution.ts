@@ -52,7 +52,7 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
    * the body, the request's authentication event stored (with its first record, or here) before
    * anything is answered.
    */
-  const run = async (res: Response, body: unknown, phase: 'execute' | 'record'): Promise<Exclude<ExecutionOutcome, { kind: 'refused' | 'failed' }>> => {
+  const run = async (res: Response, body: unknown, phase: 'execute' | 'record'): Promise<AnswerableOutcome> => {
     const pending = pendingAuditOf(res);
     let outcome: ExecutionOutcome;
     try {
@@ -61,33 +61,11 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
     } finally {
       if (pending) await deps.audit.settle(pending);
     }
-    if (outcome.kind === 'refused') {
-      // The error body stays the spec's envelope; the header says where the signed record is.
-      res.setHeader('Link', `</refusal/${outcome.refusal.businessTransactionId}>; rel="related"`);
-      throw new DomainError('forbidden', `Execution rejected: ${outcome.refusal.reason}`, 'POLICY_DENIED');
-    }
-    if (outcome.kind === 'failed') throw outcome.error;
-    return outcome;
+    return answerable(res, outcome);
   };
 
   t.post('/execute', { auth: 'key', limiter: 'execute', auditInPipeline: true }, async (req, res) => {
-    const outcome = await run(res, req.body, 'execute');
-    if (outcome.kind === 'held') {
-      res.status(202).json({
-        businessTransactionId: outcome.record.businessTransactionId,
-        executionStatus: 'PENDING_OVERRIDE',
-        decision: outcome.record.decision,
-        trustRecord: outcome.record,
-      });
-      return;
-    }
-    res.status(200).json({
-      businessTransactionId: outcome.record.businessTransactionId,
-      executionStatus: 'EXECUTED',
-      decision: outcome.record.decision,
-      result: outcome.kind === 'executed' ? outcome.result : null,
-      trustRecord: outcome.record,
-    });
+    sendExecution(res, await run(res, req.body, 'execute'));
   });
 
   t.post('/transactions', { auth: 'key', auditInPipeline: true }, async (req, res) => {
@@ -196,6 +174,43 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
     res.json(served((await deps.store.getIntent(id, readScope(res)))!, now));
   });
 };
+
+/** The outcomes answered with a success status; the others are errors. */
+export type AnswerableOutcome = Exclude<ExecutionOutcome, { kind: 'refused' | 'failed' }>;
+
+/**
+ * The REST door's reading of an outcome: a refusal is 403 POLICY_DENIED with a `Link` to its signed
+ * record (the body stays the spec's envelope), a failure after the intent was stored is its error.
+ */
+export function answerable(res: Response, outcome: ExecutionOutcome): AnswerableOutcome {
+  if (outcome.kind === 'refused') {
+    res.setHeader('Link', `</refusal/${outcome.refusal.businessTransactionId}>; rel="related"`);
+    throw new DomainError('forbidden', `Execution rejected: ${outcome.refusal.reason}`, 'POLICY_DENIED');
+  }
+  if (outcome.kind === 'failed') throw outcome.error;
+  return outcome;
+}
+
+/** What `POST /execute` answers: 200 EXECUTED with the result, or 202 PENDING_OVERRIDE for a held transaction. */
+export function sendExecution(res: Response, outcome: AnswerableOutcome): void {
+  if (outcome.kind === 'held') {
+    res.status(202).json({
+      businessTransactionId: outcome.record.businessTransactionId,
+      executionStatus: 'PENDING_OVERRIDE',
+      decision: outcome.record.decision,
+      expiresAt: outcome.expiresAt,
+      trustRecord: outcome.record,
+    });
+    return;
+  }
+  res.status(200).json({
+    businessTransactionId: outcome.record.businessTransactionId,
+    executionStatus: 'EXECUTED',
+    decision: outcome.record.decision,
+    result: outcome.kind === 'executed' ? outcome.result : null,
+    trustRecord: outcome.record,
+  });
+}
 
 /** An intent as served: its status says whether its request is still in flight. */
 const served = (found: StoredIntent, now: Date): StoredIntent => ({ intent: found.intent, status: servedIntentStatus(found.status, now) });

@@ -75,6 +75,7 @@ interface Source {
 /** Where the record of each kind of leaf is stored (the stores' `appendToLog` calls and migration 0016's backfill). */
 const SOURCES: Readonly<Record<LoggedRecordKind, Source>> = {
   'trust-record': { kind: 'execution-trust-record', table: 'trust_records', id: 'business_transaction_id', body: 'body', time: 'created_at' },
+  'held-trust-record': { kind: 'execution-trust-record', table: 'held_transactions', id: 'business_transaction_id', body: 'held_record', time: 'created_at' },
   intent: { kind: 'execution-intent', table: 'execution_intents', id: 'business_transaction_id', body: 'intent', time: 'created_at' },
   refusal: { kind: 'refusal-record', table: 'refusal_records', id: 'business_transaction_id', body: 'body', time: 'created_at' },
   verification: { kind: 'verification', table: 'verifications', id: 'id', body: 'body', time: 'created_at' },

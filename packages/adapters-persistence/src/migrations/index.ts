@@ -12,6 +12,7 @@ import { BusinessValidation1763684500000 } from './0014-business-validation.js';
 import { TransparencyLog1763684700000 } from './0016-transparency-log.js';
 import { DecisionInputs1763684800000 } from './0017-decision-inputs.js';
 import { PendingItemNotices1763684900000 } from './0018-pending-item-notices.js';
+import { HeldTransactions1763685000000 } from './0019-held-transactions.js';
 
 /** Every migration, in order. New features append here; an applied migration never changes. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   TransparencyLog1763684700000,
   DecisionInputs1763684800000,
   PendingItemNotices1763684900000,
+  HeldTransactions1763685000000,
 ];

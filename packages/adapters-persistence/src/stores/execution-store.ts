@@ -8,7 +8,8 @@ import { oneByOne, type BulkOutcome, type BulkWork } from './pg-group-commit.js'
 /** The execution chain's head as a PostgreSQL batch holds it (see transactionState). */
 const CHAIN_HEAD = 'execution-chain-head';
 import { AUDIT_EVENT_COLUMNS, auditEventRow, insertAuditRow, type AuditEventRow } from './audit-event-store.js';
-import { claimedBy, inScope, placeholders, toPg, where } from './sql.js';
+import { insertNotices } from './notice-outbox.js';
+import { claimedBy, given, inScope, placeholders, toPg, where } from './sql.js';
 
 export { withSqliteWriteLock } from './sqlite-writer.js';
 import {
@@ -17,6 +18,12 @@ import {
   type AuthEvent,
   type ChainHead,
   type CompletedRelease,
+  type DecidedTransaction,
+  type HeldApproval,
+  type HeldRefusal,
+  type HeldStatus,
+  type HeldTransaction,
+  type OutboundNotice,
   type Signed,
   type ExecutionStore,
   type IntentResolution,
@@ -354,6 +361,49 @@ const COMMON_PG = Object.fromEntries(Object.entries(COMMON).map(([k, v]) => [k, 
 
 const RESOLVABLE: readonly IntentState[] = ['PREPARED', 'ERRORED'];
 
+/**
+ * Held transactions (migration 0019). A decision is a compare-and-set from PENDING on the held row
+ * (PostgreSQL waits for a concurrent decision's row lock and then finds it decided; SQLite runs it
+ * under the writer's BEGIN IMMEDIATE), and the claim, the records and the log leaf's locator move in
+ * the same transaction.
+ */
+const HELD = {
+  insert: `INSERT INTO held_transactions (business_transaction_id, caller_id, status, decided, created_at, expires_at)
+    VALUES (?, ?, 'PENDING', ?, ?, ?)`,
+  // params: decidedBy, decidedAt, approval, id (of the record), id, at.
+  approve: `UPDATE held_transactions SET status = 'APPROVED', decided_by = ?, decided_at = ?, approval = ?,
+      held_record = (SELECT body FROM trust_records WHERE business_transaction_id = ?)
+    WHERE business_transaction_id = ? AND status = 'PENDING' AND expires_at > ?`,
+  // params: status, decidedBy, decidedAt, reason, id (of the record), id, decidedAt. An expiry needs
+  // the time run out, a rejection the time not yet run out.
+  reject: `UPDATE held_transactions SET status = ?, decided_by = ?, decided_at = ?, reason = ?,
+      held_record = (SELECT body FROM trust_records WHERE business_transaction_id = ?)
+    WHERE business_transaction_id = ? AND status = 'PENDING' AND expires_at > ?`,
+  expire: `UPDATE held_transactions SET status = ?, decided_by = ?, decided_at = ?, reason = ?,
+      held_record = (SELECT body FROM trust_records WHERE business_transaction_id = ?)
+    WHERE business_transaction_id = ? AND status = 'PENDING' AND expires_at <= ?`,
+  claim: "UPDATE business_transactions SET outcome = ? WHERE business_transaction_id = ? AND outcome = 'HELD'",
+  // The held decision's record leaves the records (the release's record takes its place); its leaf now finds it in the held row.
+  moveRecord: 'DELETE FROM trust_records WHERE business_transaction_id = ? AND chain_position IS NULL',
+  moveLeaf: "UPDATE transparency_log_leaves SET record_kind = 'held-trust-record' WHERE record_kind = 'trust-record' AND record_id = ?",
+  nonce: 'INSERT INTO step_up_nonces (nonce, caller_id, change_id, used_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+  select: 'SELECT decided, status, created_at, expires_at, decided_by, decided_at, reason FROM held_transactions',
+  due: "SELECT business_transaction_id FROM held_transactions WHERE status = 'PENDING' AND expires_at <= ? ORDER BY expires_at ASC, business_transaction_id ASC LIMIT ?",
+};
+
+interface HeldRow {
+  decided: string;
+  status: HeldStatus;
+  created_at: string;
+  expires_at: string;
+  decided_by: string | null;
+  decided_at: string | null;
+  reason: string | null;
+}
+
+/** Thrown inside a held decision's transaction to roll it back: the envelope's nonce was used before. */
+class NonceReused extends Error {}
+
 // Reads, with `?` placeholders (read() turns them into PostgreSQL's).
 const IS_CLAIMED = 'SELECT 1 AS x FROM business_transactions WHERE business_transaction_id = ?';
 const RELEASE_CONTEXT = 'SELECT release_context FROM execution_intents WHERE business_transaction_id = ?';
@@ -437,6 +487,105 @@ export class TypeOrmExecutionStore implements ExecutionStore {
       if (isUniqueViolation(e)) throw new DuplicateTransactionError(item.claim.businessTransactionId);
       throw e;
     }
+  }
+
+  // --- held transactions --------------------------------------------------------------------------
+
+  /** One transaction of its own (human-paced, outside the group's lock order on PostgreSQL). */
+  async storeHeld(
+    claim: TransactionClaim,
+    record: SignedTrustRecord,
+    held: { decided: DecidedTransaction; expiresAt: string },
+    audit?: Signed<AuthEvent>,
+    notices: readonly OutboundNotice[] = [],
+  ): Promise<void> {
+    sameId(claim, record.businessTransactionId);
+    const id = claim.businessTransactionId;
+    const body = canonicalJsonOf(record);
+    try {
+      await this.transaction({ alone: true }, async (run) => {
+        if ((await run(this.sql(CLAIM_INSERT), claimValues(claim))).affected !== 1) throw new DuplicateTransactionError(id);
+        await run(this.sql(SQL.sqlite.record), [id, claim.callerId, body, claim.createdAt]);
+        await run(this.sql(HELD.insert), [id, claim.callerId, JSON.stringify(held.decided), claim.createdAt, held.expiresAt]);
+        await insertNotices(run, this.pg, notices);
+        const logged: LoggedRecord = { kind: 'trust-record', id, body, canonical: true };
+        appendToLog(run, audit ? [await insertAuditRow(run, this.pg, auditEventRow(audit)), logged] : [logged]);
+      });
+    } catch (e) {
+      if (isUniqueViolation(e)) throw new DuplicateTransactionError(id);
+      throw e;
+    }
+  }
+
+  async approveHeld(businessTransactionId: string, approval: HeldApproval, intent: SignedIntent, at: string): Promise<boolean> {
+    const id = businessTransactionId;
+    if (intent.businessTransactionId !== id) throw new Error(`approveHeld: the intent is of '${intent.businessTransactionId}', not '${id}'`);
+    const body = canonicalJsonOf(intent);
+    const until = new Date(Date.parse(at) + this.leaseMs).toISOString();
+    return this.transaction({ alone: true }, async (run) => {
+      const moved = await run(this.sql(HELD.approve), [approval.approverId, approval.approvedAt, JSON.stringify(approval.approval), id, id, at]);
+      if (moved.affected !== 1) return false;
+      await this.moveHeldRecord(run, id, 'EXECUTING');
+      await run(this.sql(SQL.sqlite.intent), [id, intent.callerId, body, at, at, until]);
+      appendToLog(run, [{ kind: 'intent', id, body, canonical: true }]);
+      return true;
+    });
+  }
+
+  async refuseHeld(businessTransactionId: string, refusal: HeldRefusal, record: SignedRefusal): Promise<'refused' | 'not-pending' | 'nonce-reused'> {
+    const id = businessTransactionId;
+    sameId({ businessTransactionId: id } as TransactionClaim, record.businessTransactionId);
+    const body = canonicalJsonOf(record);
+    const decidedBy = refusal.status === 'REJECTED' ? refusal.decidedBy : null;
+    try {
+      return await this.transaction({ alone: true }, async (run) => {
+        const cas = refusal.status === 'REJECTED' ? HELD.reject : HELD.expire;
+        const moved = await run(this.sql(cas), [refusal.status, decidedBy, refusal.decidedAt, refusal.reason, id, id, refusal.decidedAt]);
+        if (moved.affected !== 1) return 'not-pending' as const;
+        if (refusal.status === 'REJECTED' && (await run(this.sql(HELD.nonce), [refusal.nonce, refusal.decidedBy, id, refusal.decidedAt])).affected !== 1) {
+          throw new NonceReused();
+        }
+        await this.moveHeldRecord(run, id, 'REFUSED');
+        await run(this.sql(SQL.sqlite.refusal), [id, body, refusal.decidedAt]);
+        appendToLog(run, [{ kind: 'refusal', id, body, canonical: true }]);
+        return 'refused' as const;
+      });
+    } catch (e) {
+      if (e instanceof NonceReused) return 'nonce-reused';
+      throw e;
+    }
+  }
+
+  /** The claim out of HELD, and the held decision's record out of the records (its leaf follows it to the held row). */
+  private async moveHeldRecord(run: Run, id: string, outcome: TransactionClaim['outcome']): Promise<void> {
+    await run(this.sql(HELD.claim), [outcome, id]);
+    await run(this.sql(HELD.moveRecord), [id]);
+    await run(this.sql(HELD.moveLeaf), [id]);
+  }
+
+  async getHeld(businessTransactionId: string, scope: ReadScope): Promise<HeldTransaction | undefined> {
+    const w = where(['business_transaction_id = ?', businessTransactionId], inScope(scope, 'caller_id'));
+    const [row] = await this.read<HeldRow>(HELD.select + w.sql, w.params);
+    return row ? toHeld(row) : undefined;
+  }
+
+  async listHeld(status: HeldStatus | undefined, scope: ReadScope, page: number, pageSize: number): Promise<Page<HeldTransaction>> {
+    checkPage(page, pageSize);
+    const w = where(given('status = ?', status), inScope(scope, 'caller_id'));
+    const [rows, total] = await Promise.all([
+      this.read<HeldRow>(`${HELD.select}${w.sql} ORDER BY created_at DESC, business_transaction_id DESC LIMIT ? OFFSET ?`, [...w.params, ...limitOffset(page, pageSize)]),
+      this.count('held_transactions', w),
+    ]);
+    return { items: rows.map(toHeld), page, pageSize, total };
+  }
+
+  async listExpiredHeld(at: string, limit: number): Promise<string[]> {
+    return (await this.read<{ business_transaction_id: string }>(HELD.due, [at, limit])).map((r) => r.business_transaction_id);
+  }
+
+  /** `sql` with `?` placeholders in the database's own. */
+  private sql(sql: string): string {
+    return this.pg ? toPg(sql) : sql;
   }
 
   // --- intent state -------------------------------------------------------------------------------
@@ -664,6 +813,18 @@ function toIntent(row: IntentRow): StoredIntent {
   const extras = row.status_detail ? (JSON.parse(row.status_detail) as Omit<IntentStatus, 'state' | 'updatedAt'>) : {};
   const lease = row.in_flight_until !== null ? { inFlightUntil: row.in_flight_until } : {};
   return { intent: JSON.parse(row.intent) as SignedIntent, status: { state: row.state, updatedAt: row.updated_at, ...lease, ...extras } };
+}
+
+function toHeld(row: HeldRow): HeldTransaction {
+  return {
+    decided: JSON.parse(row.decided) as DecidedTransaction,
+    status: row.status,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    ...(row.decided_by !== null ? { decidedBy: row.decided_by } : {}),
+    ...(row.decided_at !== null ? { decidedAt: row.decided_at } : {}),
+    ...(row.reason !== null ? { reason: row.reason } : {}),
+  };
 }
 
 function toClaim(row: ClaimRow): TransactionClaim {

@@ -12,6 +12,8 @@ export type Dialect = 'sqlite' | 'postgres';
  */
 export type LoggedRecordKind =
   | 'trust-record'
+  /** A held transaction's Trust Record without executions, once the transaction was decided (held_transactions.held_record). */
+  | 'held-trust-record'
   | 'refusal'
   | 'intent'
   | 'verification'

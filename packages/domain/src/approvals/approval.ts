@@ -94,7 +94,11 @@ export function readApproval(raw: unknown): SignedApproval {
 export class ApprovalChecker {
   constructor(private readonly d: ApprovalCheckDeps) {}
 
-  async accept(raw: unknown, request: { requesterId: string; tx: BusinessTransaction; approvalScope?: ApprovalScope }): Promise<ApprovalPayload> {
+  /**
+   * `approverId`, when given (a held transaction's approval, sent by the approver themself), is who
+   * must have signed it.
+   */
+  async accept(raw: unknown, request: { requesterId: string; tx: BusinessTransaction; approvalScope?: ApprovalScope; approverId?: string }): Promise<ApprovalPayload> {
     const { requesterId, tx } = request;
     const { payload, signature } = readApproval(raw);
     if (payload.businessTransactionId.toLowerCase() !== tx.businessTransactionId) throw refused('it approves another transaction');
@@ -104,6 +108,7 @@ export class ApprovalChecker {
     const now = this.d.clock.now();
     if (expiresAt <= now.getTime()) throw refused('it has expired');
     if (payload.approverId === requesterId || payload.approverId === tx.authority.principalId) throw refused('the requester cannot approve its own request');
+    if (request.approverId !== undefined && payload.approverId !== request.approverId) throw refused('its approverId is not the caller who sends it');
     this.checkScope(payload.scope, tx, request.approvalScope);
     if (payload.signalsHash !== this.d.hasher.contentHash(tx.signals)) throw refused("its signalsHash is not the hash of the request's signals");
     const keys = this.keysOf(payload.approverId, tx.intent.action);

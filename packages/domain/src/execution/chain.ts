@@ -40,6 +40,7 @@ export async function buildTrustRecord(
     transaction: { ...ctx.transaction, policy: { ...ctx.transaction.policy, contentHash: ctx.policy.contentHash } },
     decision: ctx.decision,
     assessment: ctx.assessment,
+    ...(ctx.override ? { override: ctx.override } : {}),
     executions: [{ ...ctx.execution, previousChainHash: head.chainHash, chainHash, chainSignature: chainSig.signature }],
     recordedAt,
   };

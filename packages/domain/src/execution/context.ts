@@ -20,6 +20,9 @@ import type { Assessment, BusinessTransaction, PolicyBinding, SignedRefusal, Sig
 import type { AskResult, SourcedFact } from '../business-validation/asking.js';
 import type { AuthorityGrantStore } from '../authority/ports.js';
 import type { ApprovalScope } from '../policy/document.js';
+import type { DecidedTransaction } from './decided.js';
+import type { HeldApproval } from './records.js';
+import type { PendingItemNotifier } from '../notifications/pending-items.js';
 import { decidedInput } from '../policy/impact.js';
 
 /** A published, approved policy version, compiled once. */
@@ -47,9 +50,11 @@ export interface ExecutionDeps {
   /** The authority grants a policy with `requireAuthorityGrant` checks (at decision and again at release). */
   grants: Pick<AuthorityGrantStore, 'forGrantee' | 'get'>;
   /** Accepts the signed approval of a `requires_override` decision, once. */
-  approvals: { accept(raw: unknown, request: { requesterId: string; tx: BusinessTransaction; approvalScope?: ApprovalScope }): Promise<unknown> };
+  approvals: { accept(raw: unknown, request: { requesterId: string; tx: BusinessTransaction; approvalScope?: ApprovalScope; approverId?: string }): Promise<unknown> };
   /** Skips the principal and tenant rules (SVC_AUTH_DISABLED, spec 5.4). */
   isAuthDisabled?(caller: Caller): boolean;
+  /** Held transactions: how long one waits for a human (SVC_OVERRIDE_TTL_SECONDS), and who is told of a new one. */
+  holds: { ttlSeconds: number; notifier: PendingItemNotifier };
 }
 
 /** One request, as a door hands it to the pipeline: the caller and a built Business Transaction. */
@@ -58,6 +63,8 @@ export interface ExecutionRequest {
   tx: BusinessTransaction;
   /** The request's signed authentication event, for the pipeline's first commit to carry. */
   audit?: PendingAuthEvent;
+  /** How long a `requires_override` decision is held for a human, if not the deployment's TTL (an MCP call waits less). */
+  holdSeconds?: number;
 }
 
 /** Every way a request can end once it was admitted, as a value; each door maps it to its protocol. */
@@ -67,7 +74,7 @@ export type ExecutionOutcome =
   /** Recorded without release (`POST /transactions`). */
   | { kind: 'recorded'; record: SignedTrustRecord }
   /** A `requires_override` decision without an approval: recorded and held for a human. */
-  | { kind: 'held'; record: SignedTrustRecord }
+  | { kind: 'held'; record: SignedTrustRecord; expiresAt: string }
   /** Refused (by the policy or by business validation), with its signed Refusal Record stored. */
   | { kind: 'refused'; refusal: SignedRefusal }
   /**
@@ -103,26 +110,6 @@ export interface DecisionContext {
   byRules?: boolean;
 }
 
-/**
- * What the decision phase ends in: plain JSON data, everything the outcome phase needs that was
- * established before the decision. A refusal by business validation is a decision too (`reject`,
- * with `matchedRuleId` saying why).
- */
-export interface DecidedTransaction {
-  tx: BusinessTransaction;
-  callerId: string;
-  btxHash: string;
-  decidedAt: string;
-  policy: PolicyBinding;
-  /** The capability namespace of the connector found for the action. */
-  connector: string;
-  decision: PolicyDecision;
-  /** The policy's rules made the decision (false: business validation refused before they ran). */
-  byRules: boolean;
-  signals: Record<string, unknown>;
-  assessment: Omit<Assessment, 'execution'>;
-  conditions: ReleaseCondition[];
-}
 
 /** The outcome phase's context: a decided transaction and the live parts it is consumed with. */
 export interface OutcomeContext {
@@ -132,6 +119,10 @@ export interface OutcomeContext {
   readonly connector: Connector;
   /** When this phase acts (ISO 8601): the decision's time on the request path, the approval's for a held one. */
   readonly now: string;
+  /** How long a `requires_override` decision without an approval is held (seconds). */
+  readonly holdSeconds: number;
+  /** A held transaction's release: the human approval it is released with. */
+  readonly heldApproval?: HeldApproval;
   /** A `requires_override` decision whose signed approval was accepted: it is released. */
   overrideApproved?: boolean;
   /** Set by the release stage. */

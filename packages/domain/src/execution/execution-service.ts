@@ -1,12 +1,14 @@
 import { EVERY_CALLER, type StoredIntent } from './ports.js';
 import { transactionHash } from './chain.js';
-import type { DecidedTransaction, DecisionContext, ExecutionDeps, ExecutionOutcome, ExecutionRequest, OutcomeContext } from './context.js';
-import { callerRules, connector, decide, duplicateId, policyVersion, type DecisionStage } from './decision-stages.js';
-import { finalizeIntent, holdForOverride, recordRelease, recordWithoutRelease, refuse, release, storeIntent, type OutcomeStage } from './outcome-stages.js';
+import type { DecisionContext, ExecutionDeps, ExecutionOutcome, ExecutionRequest, OutcomeContext } from './context.js';
+import type { DecidedTransaction } from './decided.js';
+import { callerRules, connector, decide, duplicateId, findConnector, policyVersion, type DecisionStage } from './decision-stages.js';
+import { finalizeIntent, holdForOverride, recordRelease, recordWithoutRelease, refuse, release, storeApprovedIntent, storeIntent, type OutcomeStage } from './outcome-stages.js';
+import type { HeldApproval } from './records.js';
 import { established, runStages } from './pipeline.js';
 import { askSources, checkBoundSignals, recheckAtRelease, refuseSourceMismatch } from '../business-validation/stages.js';
 import { authorityGrant } from '../authority/stage.js';
-import { signedApproval } from '../approvals/stage.js';
+import { acceptHeldApproval, signedApproval } from '../approvals/stage.js';
 import { DomainError } from '../shared/errors.js';
 
 /**
@@ -19,6 +21,8 @@ export interface ExecutionPhases {
   decision: readonly DecisionStage[];
   execute: readonly OutcomeStage[];
   record: readonly OutcomeStage[];
+  /** A held transaction released on a human's approval: the same stages as `execute` from the intent on. */
+  releaseHeld: readonly OutcomeStage[];
 }
 
 /**
@@ -44,6 +48,7 @@ export function executionPhases(d: ExecutionDeps): ExecutionPhases {
     ],
     execute: [refuse(d), signedApproval(d), holdForOverride(d), storeIntent(d), recheckAtRelease(d), release(d), recordRelease(d)],
     record: [refuse(d), recordWithoutRelease(d)],
+    releaseHeld: [acceptHeldApproval(d), storeApprovedIntent(d), recheckAtRelease(d), release(d), recordRelease(d)],
   };
 }
 
@@ -61,6 +66,27 @@ export class ExecutionService {
   /** Decides a request and records it without release (or refuses it). */
   async record(request: ExecutionRequest): Promise<ExecutionOutcome> {
     return this.consume(this.phases.record, request, await this.decide(request));
+  }
+
+  /**
+   * Releases a held transaction on a human's approval, from the decision on: the policy version it
+   * was decided by and its connector found again, the signed approval accepted, the approval and the
+   * signed intent stored in one commit, the re-check at release, the release, the Trust Record.
+   * Nothing changes (409) when it is no longer pending.
+   */
+  async releaseHeld(decided: DecidedTransaction, approval: HeldApproval): Promise<ExecutionOutcome> {
+    const policy = await this.d.policies.find(decided.policy.name, decided.policy.version);
+    if (!policy || policy.contentHash !== decided.policy.contentHash) {
+      throw new DomainError(
+        'conflict',
+        `Policy '${decided.policy.name}' version '${decided.policy.version}' is no longer the one this transaction was decided by; nothing was executed.`,
+        'AUTHORIZATION_NO_LONGER_VALID',
+        { executionStatus: 'NOT_EXECUTED' },
+      );
+    }
+    const connector = await findConnector(this.d, decided.tx.intent.action, decided.policy.name);
+    const ctx: OutcomeContext = { decided, policy, connector, now: approval.approvedAt, holdSeconds: 0, heldApproval: approval };
+    return established(await runStages(this.phases.releaseHeld, ctx), 'outcome');
   }
 
   /** The decision phase: a decided transaction, with the live policy and connector it was decided with. */
@@ -101,6 +127,7 @@ export class ExecutionService {
       policy: established(ctx.policy, 'policy'),
       connector: established(ctx.connector, 'connector'),
       now: ctx.now,
+      holdSeconds: request.holdSeconds ?? this.d.holds.ttlSeconds,
     };
     const ended = await runStages(phase, outcome);
     if (!ended) throw new DomainError('internal', 'The execution pipeline ended without an outcome.');

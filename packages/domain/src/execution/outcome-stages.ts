@@ -19,39 +19,47 @@ import {
 } from './context.js';
 import { established, fail, stage, type Stage } from './pipeline.js';
 import type { Assessment, ExecutionIntent, ExecutionTrustRecord, IntentStatus, RefusalRecord, ReleaseContext, SignedTrustRecord } from './records.js';
+import type { DecidedTransaction } from './decided.js';
+import { HELD_TRANSACTION_KIND } from './held.js';
+import type { PolicyDecision } from '../policy/index.js';
 
 export type OutcomeStage = Stage<OutcomeContext, ExecutionOutcome>;
 
-/** Stores a signed Refusal Record of a rejection: every refusal of the pipeline ends here. */
+/** The signed Refusal Record of a decided transaction refused by `decision` at `at`. */
+export function signRefusal(d: Pick<ExecutionDeps, 'signer'>, decided: DecidedTransaction, decision: PolicyDecision, at: string) {
+  const { tx } = decided;
+  return signOrFail(d.signer, {
+    recordType: 'refusal-record',
+    businessTransactionId: tx.businessTransactionId,
+    businessTransactionHash: decided.btxHash,
+    callerId: decided.callerId,
+    principalId: tx.authority.principalId,
+    action: tx.intent.action,
+    policy: { name: decided.policy.name, version: decided.policy.version },
+    policyContentHash: decided.policy.contentHash,
+    decision,
+    matchedRuleId: decision.matchedRuleId,
+    reason: decision.reason,
+    assessment: assessmentOf(decided, 'REFUSED'),
+    refusedAt: at,
+  } satisfies RefusalRecord);
+}
+
+/** Stores a signed Refusal Record of a rejection: every refusal of a request ends here. */
 export const refuse = (d: ExecutionDeps): OutcomeStage =>
   stage('refuse a rejection', async (ctx) => {
     const { decided } = ctx;
-    const { tx, decision } = decided;
-    if (decision.action !== 'reject') return;
-    const refusal = await signOrFail(d.signer, {
-      recordType: 'refusal-record',
-      businessTransactionId: tx.businessTransactionId,
-      businessTransactionHash: decided.btxHash,
-      callerId: decided.callerId,
-      principalId: tx.authority.principalId,
-      action: tx.intent.action,
-      policy: { name: decided.policy.name, version: decided.policy.version },
-      policyContentHash: decided.policy.contentHash,
-      decision,
-      matchedRuleId: decision.matchedRuleId,
-      reason: decision.reason,
-      assessment: assessmentOf(decided, 'REFUSED'),
-      refusedAt: ctx.now,
-    } satisfies RefusalRecord);
+    if (decided.decision.action !== 'reject') return;
+    const refusal = await signRefusal(d, decided, decided.decision, ctx.now);
     await claimed(ctx, (audit) => d.store.storeRefusal(claimOf(ctx, 'REFUSED'), refusal, audit), 'EXECUTION_RECORD_INCOMPLETE');
     return { kind: 'refused', refusal };
   });
 
 /** A signed Trust Record without executions: the decision, recorded, nothing released. */
-async function recordNotReleased(d: ExecutionDeps, ctx: OutcomeContext): Promise<SignedTrustRecord> {
+function signNotReleased(d: ExecutionDeps, ctx: OutcomeContext): Promise<SignedTrustRecord> {
   const { decided } = ctx;
   const { tx } = decided;
-  const record = await signOrFail(d.signer, {
+  return signOrFail(d.signer, {
     recordType: 'execution-trust-record',
     businessTransactionId: tx.businessTransactionId,
     businessTransactionHash: decided.btxHash,
@@ -62,41 +70,88 @@ async function recordNotReleased(d: ExecutionDeps, ctx: OutcomeContext): Promise
     executions: [],
     recordedAt: ctx.now,
   } satisfies ExecutionTrustRecord);
-  await claimed(ctx, (audit) => d.store.storeRecordedTransaction(claimOf(ctx, 'RECORDED'), record, audit), 'EXECUTION_RECORD_INCOMPLETE');
-  return record;
 }
 
 /** `POST /transactions`: a Trust Record without release, whatever the decision (but a rejection). */
 export const recordWithoutRelease = (d: ExecutionDeps): OutcomeStage =>
-  stage('record without release', async (ctx) => ({ kind: 'recorded', record: await recordNotReleased(d, ctx) }));
+  stage('record without release', async (ctx) => {
+    const record = await signNotReleased(d, ctx);
+    await claimed(ctx, (audit) => d.store.storeRecordedTransaction(claimOf(ctx, 'RECORDED'), record, audit), 'EXECUTION_RECORD_INCOMPLETE');
+    return { kind: 'recorded', record };
+  });
 
-/** A `requires_override` decision that no accepted approval came with is recorded and held for a human. */
+/**
+ * A `requires_override` decision that no accepted approval came with is recorded and held for a
+ * human (CONTRACT "Held transactions"): its Trust Record without executions, the held transaction
+ * PENDING for `holdSeconds`, and the notices that announce it, in the request's one commit.
+ */
 export const holdForOverride = (d: ExecutionDeps): OutcomeStage =>
   stage('hold for an override', async (ctx) => {
-    if (!ctx.decided.decision.requires_override || ctx.overrideApproved) return;
-    return { kind: 'held', record: await recordNotReleased(d, ctx) };
+    const { decided } = ctx;
+    if (!decided.decision.requires_override || ctx.overrideApproved) return;
+    const record = await signNotReleased(d, ctx);
+    const id = decided.tx.businessTransactionId;
+    const expiresAt = new Date(Date.parse(ctx.now) + ctx.holdSeconds * 1000).toISOString();
+    const notices = d.holds.notifier.noticesOf({
+      kind: HELD_TRANSACTION_KIND,
+      id,
+      summary: `${decided.callerId} asks for ${decided.tx.intent.action}: ${decided.decision.reason}`.slice(0, 500),
+      createdAt: ctx.now,
+    });
+    await claimed(ctx, (audit) => d.store.storeHeld(claimOf(ctx, 'HELD'), record, { decided, expiresAt }, audit, notices), 'EXECUTION_RECORD_INCOMPLETE');
+    return { kind: 'held', record, expiresAt };
   });
+
+/** The signed intent of a decided transaction, about to be released at `ctx.now`. */
+function signIntent(d: ExecutionDeps, ctx: OutcomeContext) {
+  const { decided } = ctx;
+  const { tx } = decided;
+  return signOrFail(d.signer, {
+    recordType: 'execution-intent',
+    businessTransactionId: tx.businessTransactionId,
+    businessTransactionHash: decided.btxHash,
+    action: tx.intent.action,
+    connector: ctx.connector.namespace,
+    callerId: decided.callerId,
+    principalId: tx.authority.principalId,
+    ...(tx.metadata.tenantId !== undefined ? { tenantId: tx.metadata.tenantId } : {}),
+    policy: decided.policy,
+    decision: decided.decision,
+    ...(ctx.heldApproval ? { approvedBy: ctx.heldApproval.approverId } : {}),
+    preparedAt: ctx.now,
+  } satisfies ExecutionIntent);
+}
+
+/** The name of the stage after which the release may begin: the signed intent is durable. */
+export const STORE_THE_INTENT = 'store the intent';
 
 /** The signed intent is durably committed before anything is released (spec 4.3.9). */
 export const storeIntent = (d: ExecutionDeps): OutcomeStage =>
-  stage('store the intent', async (ctx) => {
-    const { decided } = ctx;
-    const { tx } = decided;
-    const intent = await signOrFail(d.signer, {
-      recordType: 'execution-intent',
-      businessTransactionId: tx.businessTransactionId,
-      businessTransactionHash: decided.btxHash,
-      action: tx.intent.action,
-      connector: ctx.connector.namespace,
-      callerId: decided.callerId,
-      principalId: tx.authority.principalId,
-      ...(tx.metadata.tenantId !== undefined ? { tenantId: tx.metadata.tenantId } : {}),
-      policy: decided.policy,
-      decision: decided.decision,
-      preparedAt: ctx.now,
-    } satisfies ExecutionIntent);
+  stage(STORE_THE_INTENT, async (ctx) => {
+    const intent = await signIntent(d, ctx);
     await claimed(ctx, (audit) => d.store.prepareIntent(claimOf(ctx, 'EXECUTING'), intent, ctx.now, audit), 'EXECUTION_INTENT_UNAVAILABLE');
   });
+
+/**
+ * A held transaction's release: the human's approval and the signed intent in ONE durable commit,
+ * before anything is released. Of concurrent approvals exactly one gets here; the others, and an
+ * approval after the transaction expired or was rejected, are 409 and change nothing.
+ */
+export const storeApprovedIntent = (d: ExecutionDeps): OutcomeStage =>
+  stage(STORE_THE_INTENT, async (ctx) => {
+    const approval = established(ctx.heldApproval, 'approval');
+    const intent = await signIntent(d, ctx);
+    let approved: boolean;
+    try {
+      approved = await d.store.approveHeld(ctx.decided.tx.businessTransactionId, approval, intent, ctx.now);
+    } catch (e) {
+      throw fail('unavailable', 'Storage is unavailable; nothing was executed.', 'EXECUTION_INTENT_UNAVAILABLE', undefined, e);
+    }
+    if (!approved) throw heldNoLongerPending();
+  });
+
+export const heldNoLongerPending = () =>
+  fail('conflict', 'This held transaction is no longer pending: it was approved, rejected or has expired.', 'CHANGE_ALREADY_DECIDED');
 
 /** Marks the stored intent ERRORED; it stays PREPARED if even that fails, listed for reconciliation either way. */
 export async function markErrored(d: ExecutionDeps, id: string, phase: NonNullable<IntentStatus['error']>['phase'], message: string): Promise<void> {
@@ -146,6 +201,7 @@ function releaseContextOf(d: ExecutionDeps, ctx: OutcomeContext, completedAt: st
     decision: decided.decision,
     policy: decided.policy,
     assessment: assessmentOf(decided, 'EXECUTED') satisfies Assessment,
+    ...(ctx.heldApproval ? { override: ctx.heldApproval } : {}),
     execution: {
       executionId: d.ids.uuid(),
       connector: ctx.connector.namespace,

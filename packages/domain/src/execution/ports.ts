@@ -1,4 +1,8 @@
 import type { AuthEvent } from '../ports/audit.js';
+import type { OutboundNotice } from '../notifications/pending-items.js';
+import type { DecidedTransaction } from './decided.js';
+import type { HeldRefusal, HeldStatus, HeldTransaction } from './held.js';
+import type { HeldApproval } from './records.js';
 import type { DecidedInput } from '../policy/impact.js';
 import type { Signed } from '../ports/crypto.js';
 import type {
@@ -16,8 +20,11 @@ import type {
 export interface TransactionClaim {
   businessTransactionId: string;
   callerId: string;
-  /** What became of it: refused by policy, recorded without release, released (EXECUTING until its Trust Record is stored, then EXECUTED). */
-  outcome: 'REFUSED' | 'RECORDED' | 'EXECUTING' | 'EXECUTED';
+  /**
+   * What became of it: refused, recorded without release, held for a human (HELD until approved or
+   * refused), released (EXECUTING until its Trust Record is stored, then EXECUTED).
+   */
+  outcome: 'REFUSED' | 'RECORDED' | 'HELD' | 'EXECUTING' | 'EXECUTED';
   createdAt: string;
   /**
    * The policy's decision and what it was decided on, when the policy's evaluation decided (not for
@@ -137,6 +144,42 @@ export interface ExecutionStore {
    * store fills in `previousState` from the state it moved.
    */
   resolve(businessTransactionId: string, resolution: Omit<IntentResolution, 'previousState'>, at: string): Promise<ResolveOutcome>;
+
+  /**
+   * Claim (HELD) + the held decision's Trust Record without executions + the held transaction,
+   * PENDING until `held.expiresAt`, + the request's authentication event and the notices that
+   * announce it, in one commit. Throws DuplicateTransactionError.
+   */
+  storeHeld(
+    claim: TransactionClaim,
+    record: SignedTrustRecord,
+    held: { decided: DecidedTransaction; expiresAt: string },
+    audit?: Signed<AuthEvent>,
+    notices?: readonly OutboundNotice[],
+  ): Promise<void>;
+
+  /**
+   * A human approved it: PENDING (and not expired at `at`) -> APPROVED, and the signed intent stored
+   * PREPARED and in flight (the claim HELD -> EXECUTING), in ONE commit, so that of concurrent
+   * approvals, on any instance, exactly one releases it. The held decision's Trust Record moves from
+   * the records to the held transaction (the release's Trust Record takes its place; its log leaf
+   * still finds it). False when it is no longer PENDING or has expired: nothing changed.
+   */
+  approveHeld(businessTransactionId: string, approval: HeldApproval, intent: SignedIntent, at: string): Promise<boolean>;
+
+  /**
+   * Rejected by a human or expired: PENDING -> REJECTED | EXPIRED with the signed refusal (the claim
+   * HELD -> REFUSED), in one commit; the held decision's Trust Record moves to the held transaction.
+   * A rejection consumes its step-up nonce in the same commit (used before: `nonce-reused`, nothing
+   * changed) and needs the transaction unexpired at `decidedAt`; an expiry needs it expired.
+   */
+  refuseHeld(businessTransactionId: string, refusal: HeldRefusal, record: SignedRefusal): Promise<'refused' | 'not-pending' | 'nonce-reused'>;
+
+  getHeld(businessTransactionId: string, scope: ReadScope): Promise<HeldTransaction | undefined>;
+  /** Newest first; every status when `status` is undefined; pages start at 1. */
+  listHeld(status: HeldStatus | undefined, scope: ReadScope, page: number, pageSize: number): Promise<Page<HeldTransaction>>;
+  /** The ids of PENDING held transactions whose `expiresAt` is at or before `at`, oldest expiry first. */
+  listExpiredHeld(at: string, limit: number): Promise<string[]>;
 
   getIntent(businessTransactionId: string, scope: ReadScope): Promise<StoredIntent | undefined>;
   /** Internal: the saved release context of a RELEASED intent. */

@@ -98,6 +98,8 @@ export interface ExecutionTrustRecord {
   transaction: Omit<BusinessTransaction, 'policy'> & { policy: BusinessTransaction['policy'] & { contentHash: string } };
   decision: PolicyDecision;
   assessment?: Assessment;
+  /** A transaction held for a human and released on their approval: who approved, when, and their signed approval. */
+  override?: HeldApproval;
   executions: ExecutionEntry[];
   recordedAt: string;
 }
@@ -134,6 +136,8 @@ export interface ExecutionIntent {
   tenantId?: string;
   policy: PolicyBinding;
   decision: PolicyDecision;
+  /** A held transaction released on a human's approval: who approved it. */
+  approvedBy?: string;
   preparedAt: string;
 }
 
@@ -183,7 +187,16 @@ export interface ReleaseContext {
   decision: PolicyDecision;
   policy: PolicyBinding;
   assessment: Assessment;
+  override?: HeldApproval;
   execution: Omit<ExecutionEntry, 'previousChainHash' | 'chainHash' | 'chainSignature'>;
+}
+
+/** The human approval a held transaction was released with: who, when, and the signed approval itself. */
+export interface HeldApproval {
+  approverId: string;
+  approvedAt: string;
+  /** The signed approval (`{ payload, signature }`), the approver's own evidence. */
+  approval: unknown;
 }
 
 export type SignedTrustRecord = Signed<ExecutionTrustRecord>;

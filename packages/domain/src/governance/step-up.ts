@@ -27,8 +27,16 @@ import { parseRfc3339 } from '../shared/rfc3339.js';
  */
 export const STEP_UP_MAX_VALIDITY_MS = 15 * 60_000;
 
+/**
+ * What an envelope names as the item it decides: a pending change (`pendingPolicyChangeId`, every
+ * maker-checker registry) or a held transaction (`businessTransactionId`).
+ */
+export type StepUpSubject = 'pendingPolicyChangeId' | 'businessTransactionId';
+
 export interface StepUpPayload {
-  pendingPolicyChangeId: string;
+  /** The change decided (or, for a held transaction, `businessTransactionId` instead). */
+  pendingPolicyChangeId?: string;
+  businessTransactionId?: string;
   action: string;
   expiresAt: string;
   /** At least 16 random bytes, base64url. */
@@ -55,13 +63,13 @@ export const NONCE_PATTERN = /^[A-Za-z0-9_-]{22,512}$/;
 const nonEmptyString = (x: unknown): x is string => typeof x === 'string' && x.length > 0;
 
 /** Checks the shape of an envelope (400 on anything malformed) and returns it typed. */
-export function readStepUpEnvelope(body: unknown, action: DecisionAction, now: Date): StepUpEnvelope {
+export function readStepUpEnvelope(body: unknown, action: DecisionAction, now: Date, subject: StepUpSubject = 'pendingPolicyChangeId'): StepUpEnvelope {
   if (!isPlainObject(body) || !isPlainObject(body.payload)) {
     throw invalid('The body must be a step-up envelope: {"payload": {…}, "signature": "…"}.');
   }
   const p = body.payload;
   if (!nonEmptyString(body.signature)) throw invalid('signature is required: a base64 Ed25519 signature over the canonical JSON of payload.');
-  if (!nonEmptyString(p.pendingPolicyChangeId)) throw invalid('payload.pendingPolicyChangeId is required.');
+  if (!nonEmptyString(p[subject])) throw invalid(`payload.${subject} is required.`);
   if (!nonEmptyString(p.action)) throw invalid('payload.action is required (approve or reject).');
   const expiresAtMs = typeof p.expiresAt === 'string' ? parseRfc3339(p.expiresAt) : undefined;
   if (expiresAtMs === undefined) {
@@ -90,7 +98,7 @@ export function readStepUpEnvelope(body: unknown, action: DecisionAction, now: D
  */
 export function checkStepUpEnvelope(
   envelope: StepUpEnvelope,
-  expected: { changeId: string; action: DecisionAction; checker: Caller; now: Date },
+  expected: { changeId: string; action: DecisionAction; checker: Caller; now: Date; subject?: StepUpSubject },
   verifier: StepUpSignatureVerifier,
 ): void {
   const { payload } = envelope;
@@ -98,8 +106,8 @@ export function checkStepUpEnvelope(
   if (!key || !verifier.verify(key, payload, envelope.signature)) {
     throw forbidden("The step-up signature does not verify against the caller's registered step-up key.", 'STEP_UP_INVALID');
   }
-  if (payload.pendingPolicyChangeId !== expected.changeId) {
-    throw forbidden('The step-up envelope names another change than the one in the URL.', 'STEP_UP_INVALID');
+  if (payload[expected.subject ?? 'pendingPolicyChangeId'] !== expected.changeId) {
+    throw forbidden(`The step-up envelope names another ${expected.subject === 'businessTransactionId' ? 'transaction' : 'change'} than the one in the URL.`, 'STEP_UP_INVALID');
   }
   if (payload.action !== expected.action) {
     throw forbidden(`The step-up envelope authorizes '${payload.action}', not '${expected.action}'.`, 'STEP_UP_INVALID');

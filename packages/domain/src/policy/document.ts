@@ -92,6 +92,9 @@ export const SOURCE_UNAVAILABLE_RULE_ID = 'SOURCE_UNAVAILABLE';
 export const SOURCE_MISMATCH_RULE_ID = 'source-mismatch';
 /** A bound signal and the intent value it is bound to disagree. */
 export const BOUND_SIGNAL_MISMATCH_RULE_ID = 'bound-signal-mismatch';
+/** A transaction held for a human was rejected by one, or no one decided it in time (CONTRACT "Held transactions"). */
+export const OVERRIDE_REJECTED_RULE_ID = 'override-rejected';
+export const OVERRIDE_EXPIRED_RULE_ID = 'override-expired';
 /** Ids a rule may not take, because decisions use them for outcomes that are not a rule. */
 export const RESERVED_RULE_IDS: readonly string[] = [
   DEFAULT_RULE_ID,
@@ -101,4 +104,6 @@ export const RESERVED_RULE_IDS: readonly string[] = [
   SOURCE_UNAVAILABLE_RULE_ID,
   SOURCE_MISMATCH_RULE_ID,
   BOUND_SIGNAL_MISMATCH_RULE_ID,
+  OVERRIDE_REJECTED_RULE_ID,
+  OVERRIDE_EXPIRED_RULE_ID,
 ];

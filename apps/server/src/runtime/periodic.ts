@@ -1,0 +1,25 @@
+export interface Periodic {
+  /** Stops the schedule and waits for the round under way. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `round` every `everyMs` in the background, one round at a time (a tick that finds the last
+ * round still running is skipped), never on a request's path. `round` handles its own failures.
+ */
+export function every(everyMs: number, round: () => Promise<void>): Periodic {
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const timer = setInterval(() => {
+    if (stopped || running) return;
+    running = round().finally(() => (running = undefined));
+  }, everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

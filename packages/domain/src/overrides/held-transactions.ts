@@ -1,0 +1,169 @@
+/**
+ * Held transactions, decided on the server (CONTRACT "Held transactions"): a `requires_override`
+ * decision without an approval waits for a human. An approval (a signed approval from a USER key
+ * with a step-up key, never the requester or its principal) releases it exactly once through the
+ * pipeline's own stages; a rejection (a step-up envelope) or the end of its time refuses it with a
+ * signed Refusal Record. Silence is never consent.
+ */
+import type { Caller } from '../identity/caller.js';
+import { isVerifiedHuman } from '../identity/caller.js';
+import type { Clock } from '../ports/clock.js';
+import type { Hasher, Signer, StepUpSignatureVerifier } from '../ports/crypto.js';
+import type { Page } from '../ports/page.js';
+import type { PolicyDecision } from '../policy/index.js';
+import { OVERRIDE_EXPIRED_RULE_ID, OVERRIDE_REJECTED_RULE_ID } from '../policy/document.js';
+import { DomainError, conflict, forbidden, invalid, notFound } from '../shared/errors.js';
+import { checkStepUpEnvelope, readStepUpEnvelope } from '../governance/step-up.js';
+import { refusalDecision } from '../execution/decision-stages.js';
+import { heldNoLongerPending, signRefusal } from '../execution/outcome-stages.js';
+import { EVERY_CALLER, type ExecutionStore, type ReadScope } from '../execution/ports.js';
+import type { ExecutionOutcome } from '../execution/context.js';
+import type { DecidedTransaction } from '../execution/decided.js';
+import { HELD_STATUSES, type HeldStatus, type HeldTransaction } from '../execution/held.js';
+import type { PolicyBinding } from '../execution/records.js';
+
+/** A held transaction as `GET /overrides/{id}` serves it. */
+export interface HeldTransactionView {
+  businessTransactionId: string;
+  callerId: string;
+  action: string;
+  parameters: Record<string, unknown>;
+  signals: Record<string, unknown>;
+  /** What a signed approval's `signalsHash` must be: SHA-256 of the RFC 8785 canonical JSON of `signals`. */
+  signalsHash: string;
+  businessTransactionHash: string;
+  policy: PolicyBinding;
+  decision: PolicyDecision;
+  status: HeldStatus;
+  createdAt: string;
+  expiresAt: string;
+  decidedBy?: string;
+  decidedAt?: string;
+  reason?: string;
+}
+
+export interface HeldTransactionsDeps {
+  store: Pick<ExecutionStore, 'getHeld' | 'listHeld' | 'refuseHeld' | 'listExpiredHeld'>;
+  /** Releases an approved one through the pipeline (ExecutionService.releaseHeld). */
+  execution: { releaseHeld(decided: DecidedTransaction, approval: { approverId: string; approvedAt: string; approval: unknown }): Promise<ExecutionOutcome> };
+  signer: Signer;
+  hasher: Pick<Hasher, 'contentHash'>;
+  clock: Clock;
+  stepUpVerifier: StepUpSignatureVerifier;
+}
+
+const NOT_FOUND = () => notFound('Held transaction not found.');
+
+/** `status` of `GET /overrides`: one of HELD_STATUSES, or every status when absent. */
+export function readHeldStatus(raw: unknown): HeldStatus | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !(HELD_STATUSES as readonly string[]).includes(raw)) throw invalid(`status must be one of ${HELD_STATUSES.join(', ')}.`);
+  return raw as HeldStatus;
+}
+
+export class HeldTransactions {
+  constructor(private readonly d: HeldTransactionsDeps) {}
+
+  viewOf(held: HeldTransaction): HeldTransactionView {
+    const { decided } = held;
+    const { tx } = decided;
+    return {
+      businessTransactionId: tx.businessTransactionId,
+      callerId: decided.callerId,
+      action: tx.intent.action,
+      parameters: tx.intent.parameters,
+      signals: tx.signals,
+      signalsHash: this.d.hasher.contentHash(tx.signals),
+      businessTransactionHash: decided.btxHash,
+      policy: decided.policy,
+      decision: decided.decision,
+      status: held.status,
+      createdAt: held.createdAt,
+      expiresAt: held.expiresAt,
+      ...(held.decidedBy !== undefined ? { decidedBy: held.decidedBy } : {}),
+      ...(held.decidedAt !== undefined ? { decidedAt: held.decidedAt } : {}),
+      ...(held.reason !== undefined ? { reason: held.reason } : {}),
+    };
+  }
+
+  async get(id: string, scope: ReadScope): Promise<HeldTransactionView> {
+    const held = await this.d.store.getHeld(id, scope);
+    if (!held) throw NOT_FOUND();
+    return this.viewOf(held);
+  }
+
+  async list(status: HeldStatus | undefined, scope: ReadScope, page: number, pageSize: number): Promise<Page<HeldTransactionView>> {
+    const found = await this.d.store.listHeld(status, scope, page, pageSize);
+    return { ...found, items: found.items.map((h) => this.viewOf(h)) };
+  }
+
+  /**
+   * A human approves: the held transaction is released, once, and the outcome is what
+   * `POST /execute` would have given. 409 when it is no longer pending (another approval won, it
+   * was rejected, or it has expired: then it is refused by expiry now if nobody did yet).
+   */
+  async approve(approver: Caller, id: string, approval: unknown): Promise<ExecutionOutcome> {
+    const held = await this.pendingFor(approver, id);
+    const approvedAt = this.d.clock.now().toISOString();
+    return this.d.execution.releaseHeld(held.decided, { approverId: approver.callerId, approvedAt, approval });
+  }
+
+  /** A human rejects with a step-up envelope naming the transaction: a signed Refusal Record (`override-rejected`). */
+  async reject(checker: Caller, id: string, body: unknown): Promise<HeldTransactionView> {
+    requireHuman(checker);
+    const now = this.d.clock.now();
+    const envelope = readStepUpEnvelope(body, 'reject', now, 'businessTransactionId');
+    const held = await this.pendingFor(checker, id);
+    checkStepUpEnvelope(envelope, { changeId: held.decided.tx.businessTransactionId, action: 'reject', checker, now, subject: 'businessTransactionId' }, this.d.stepUpVerifier);
+    const reason = envelope.payload.reason!;
+    const at = now.toISOString();
+    const refusal = await signRefusal(this.d, held.decided, refusalDecision(OVERRIDE_REJECTED_RULE_ID, `Rejected by ${checker.callerId}: ${reason}`), at);
+    const done = await this.d.store.refuseHeld(id, { status: 'REJECTED', decidedBy: checker.callerId, decidedAt: at, reason, nonce: envelope.payload.nonce }, refusal);
+    if (done === 'nonce-reused') throw conflict('The step-up envelope nonce has been used before; sign a new envelope.', 'STEP_UP_NONCE_REUSED');
+    if (done === 'not-pending') throw heldNoLongerPending();
+    return this.get(id, EVERY_CALLER);
+  }
+
+  /**
+   * Refuses a held transaction whose time has run out (`override-expired`), once; false when it is
+   * not pending or not yet due. Called by the expiry sweep, by an approval or rejection that finds
+   * it due, and by a door that held a call until its end.
+   */
+  async expire(id: string): Promise<boolean> {
+    const held = await this.d.store.getHeld(id, EVERY_CALLER);
+    const now = this.d.clock.now();
+    if (!held || held.status !== 'PENDING' || Date.parse(held.expiresAt) > now.getTime()) return false;
+    const at = now.toISOString();
+    const reason = `No human approved it before ${held.expiresAt}; silence is never consent`;
+    const refusal = await signRefusal(this.d, held.decided, refusalDecision(OVERRIDE_EXPIRED_RULE_ID, reason), at);
+    return (await this.d.store.refuseHeld(id, { status: 'EXPIRED', decidedAt: at, reason }, refusal)) === 'refused';
+  }
+
+  /** Refuses every held transaction whose time has run out (a periodic sweep on every instance). Returns how many. */
+  async expireDue(limit = 100): Promise<number> {
+    let n = 0;
+    for (const id of await this.d.store.listExpiredHeld(this.d.clock.now().toISOString(), limit)) if (await this.expire(id)) n++;
+    return n;
+  }
+
+  /** The held transaction, PENDING and unexpired, that `decider` may decide; else the refusal. */
+  private async pendingFor(decider: Caller, id: string): Promise<HeldTransaction> {
+    requireHuman(decider);
+    const held = await this.d.store.getHeld(id, EVERY_CALLER);
+    if (!held) throw NOT_FOUND();
+    const { decided } = held;
+    if (decided.callerId === decider.callerId || decided.tx.authority.principalId === decider.callerId) {
+      throw forbidden('The requester (or its principal) cannot decide its own held transaction.', 'SELF_APPROVAL_DENIED');
+    }
+    if (held.status !== 'PENDING') throw heldNoLongerPending();
+    if (Date.parse(held.expiresAt) <= this.d.clock.now().getTime()) {
+      await this.expire(id);
+      throw new DomainError('conflict', `This held transaction expired at ${held.expiresAt}: it is refused, nothing was executed.`, 'CHANGE_ALREADY_DECIDED');
+    }
+    return held;
+  }
+}
+
+function requireHuman(caller: Caller): void {
+  if (!isVerifiedHuman(caller)) throw forbidden('Only a verified human (a USER key) may decide a held transaction.', 'NON_HUMAN_CALLER_DENIED');
+}
