@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { PolicyDocument } from '@ets/domain';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +14,7 @@ import {
   makeKey,
   onDatabase,
   publishPolicy,
+  signedApproval,
   spawnServer,
   STORAGE_TARGETS,
   type ProvisionedTarget,
@@ -20,6 +23,27 @@ import {
 
 const agent = makeKey('agent-7', { holder: 'SERVICE', capabilities: ['*'], tenants: ['t1'] });
 const human = makeKey('ops', { holder: 'USER', capabilities: ['*'] });
+const approver = makeKey('bob', { holder: 'USER', stepUp: true });
+/** A policy that holds every request for a human. */
+const HELD: PolicyDocument = {
+  name: 'held',
+  policyVersion: '1.0.0',
+  signalsSchema: {},
+  rules: [{ id: 'always', when: 'true', action: 'approve', requires_override: true, reason: 'A human decides' }],
+};
+const heldTransaction = (parameters: Record<string, unknown>) =>
+  businessTransaction({ intent: { action: 'sandbox:echo', parameters }, policy: { name: 'held', version: '1.0.0' }, signals: {} });
+const approvalOf = (tx: Record<string, unknown>) =>
+  signedApproval(approver.stepUpPrivateKeyPem!, {
+    approvalId: randomUUID(),
+    approverId: 'bob',
+    businessTransactionId: tx.businessTransactionId,
+    action: 'sandbox:echo',
+    scope: { field: 'resourceId', resourceId: tx.businessTransactionId },
+    signalsHash: createHash('sha256').update('{}').digest('hex'),
+    expiresAt: new Date(Date.now() + 300_000).toISOString(),
+    nonce: randomBytes(32).toString('base64url'),
+  });
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
@@ -70,10 +94,60 @@ describe.each(STORAGE_TARGETS)('crash safety of the execution pipeline on $name 
     env = {
       SVC_DATA_DIR: dataDir,
       SVC_SANDBOX: 'true',
-      ...apiKeysEnv(agent, human),
+      ...apiKeysEnv(agent, human, approver),
       ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}),
     };
     await onDatabase(db.target, publishPolicy);
+    await onDatabase(db.target, (ds) => publishPolicy(ds, HELD));
+  });
+
+  it('killed between a held transaction\'s approval and its release: never released, never twice; the approval\'s outcome is kept', async () => {
+    let server = await start();
+    const tx = heldTransaction({ sandboxPauseBeforeReleaseMs: 30000 });
+    const id = tx.businessTransactionId as string;
+    expect((await request(server.url).post('/execute').set('authorization', bearer(agent)).send(tx)).status).toBe(202);
+    void request(server.url).post(`/overrides/${id}/approve`).set('authorization', bearer(approver)).send(approvalOf(tx)).catch(() => undefined);
+    // The approval and the intent are one commit: once the intent is there, so is the approval.
+    await until('the approval and its intent', async () => ((await intentState(server, id)) === 'PREPARED' ? true : undefined));
+    await server.stop('SIGKILL');
+
+    server = await start();
+    try {
+      const held = await request(server.url).get(`/overrides/${id}`).set('authorization', bearer(approver));
+      expect(held.body).toMatchObject({ status: 'APPROVED', decidedBy: 'bob' });
+      expect(await intentState(server, id)).toBe('PREPARED');
+      expect(server.output()).toContain('need reconciliation');
+      // A second approval cannot release it again.
+      const again = await request(server.url).post(`/overrides/${id}/approve`).set('authorization', bearer(approver)).send(approvalOf(tx));
+      expect(again.status).toBe(409);
+      await sleep(500);
+      expect(journal()).not.toContain(id);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('killed after a held transaction\'s release and before its record: finalized at restart, the approval in the record', async () => {
+    let server = await start();
+    const tx = heldTransaction({ sandboxPauseAfterReleaseMs: 30000, n: 2 });
+    const id = tx.businessTransactionId as string;
+    expect((await request(server.url).post('/execute').set('authorization', bearer(agent)).send(tx)).status).toBe(202);
+    void request(server.url).post(`/overrides/${id}/approve`).set('authorization', bearer(approver)).send(approvalOf(tx)).catch(() => undefined);
+    await until('RELEASED', async () => ((await intentState(server, id)) === 'RELEASED' ? true : undefined));
+    await server.stop('SIGKILL');
+
+    server = await start();
+    try {
+      expect(await intentState(server, id)).toBe('FINALIZED');
+      const record = await request(server.url).get(`/trust-records/${id}`).set('authorization', bearer(agent));
+      expect(record.body.executions).toHaveLength(1);
+      expect(record.body.override).toMatchObject({ approverId: 'bob' });
+      const jwks = (await request(server.url).get('/.well-known/jwks.json')).body;
+      expect(verifyRecord(record.body, jwks).valid).toBe(true);
+      expect(journal().filter((j) => j === id)).toHaveLength(1);
+    } finally {
+      await server.stop();
+    }
   });
 
   it('killed during release (after the intent commit): the intent is PREPARED, listed for reconciliation, and resolvable once its lease has ended', async () => {

@@ -32,7 +32,7 @@ export function runCli(args: string[], env: Record<string, string | undefined>, 
 }
 
 /** Starts `ets serve` (of this repository, or the CLI `cli` of another install) on an ephemeral port and resolves once it listens. */
-export function spawnServer(env: Record<string, string | undefined>, timeoutMs = 20000, cli = CLI): Promise<SpawnedServer> {
+export function spawnServer(env: Record<string, string | undefined>, timeoutMs = 60000, cli = CLI): Promise<SpawnedServer> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, 'serve'], {
       env: { PATH: process.env.PATH, SVC_PORT: '0', SVC_HOST: '127.0.0.1', ...env },

@@ -121,6 +121,8 @@ export function openCheckpointNote(note: string, jwks: { keys: Record<string, un
 /** Where each kind of signed record is stored, and how its body (as served) is read. */
 export const SIGNED_RECORD_TABLES = [
   { kind: 'trust-record', table: 'trust_records', id: 'business_transaction_id', body: 'body' },
+  // A held transaction's record without executions, once the transaction was decided.
+  { kind: 'held-trust-record', table: 'held_transactions', id: 'business_transaction_id', body: 'held_record', where: 'held_record IS NOT NULL' },
   { kind: 'refusal', table: 'refusal_records', id: 'business_transaction_id', body: 'body' },
   { kind: 'intent', table: 'execution_intents', id: 'business_transaction_id', body: 'intent' },
   { kind: 'verification', table: 'verifications', id: 'id', body: 'body' },
@@ -139,7 +141,7 @@ export type LoggedKind = (typeof SIGNED_RECORD_TABLES)[number]['kind'];
 export async function storedRecordLeaves(ds: DataSource): Promise<string[]> {
   const out: string[] = [];
   for (const t of SIGNED_RECORD_TABLES) {
-    const rows = (await ds.query(`SELECT ${t.id} AS id, ${t.body} AS body FROM ${t.table}`)) as { id: string; body: string }[];
+    const rows = (await ds.query(`SELECT ${t.id} AS id, ${t.body} AS body FROM ${t.table}${'where' in t ? ` WHERE ${t.where}` : ''}`)) as { id: string; body: string }[];
     for (const r of rows) out.push(`${t.kind} ${r.id} ${leafOf('asString' in t ? r.body : JSON.parse(r.body))}`);
   }
   return out.sort();
