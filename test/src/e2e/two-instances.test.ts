@@ -11,6 +11,7 @@ import {
   businessTransaction,
   checkpointCoversLog,
   expectApprovedOnce,
+  expectHeldReleasedOnce,
   expectNonceOnce,
   expectOneWinnerPerId,
   expectSharedFailedAuthLimit,
@@ -123,6 +124,10 @@ describe('two instances on one PostgreSQL and Redis, as scripts/two-instances.mj
         return rows.map((r) => JSON.parse(r.body) as { subjectId: string; action: string }).filter((e) => e.subjectId === changeId && e.action !== 'propose').length;
       }),
       expectNonceOnce(two.urls, alice, bob),
+      expectHeldReleasedOnce(two.urls, agent, [bob, carol], async (id) => {
+        const [{ n }] = await query<{ n: string }>('SELECT COUNT(*) AS n FROM execution_intents WHERE business_transaction_id = $1', [id]);
+        return Number(n);
+      }),
     ]);
     expect(new Set(executed)).toEqual(new Set([200]));
 

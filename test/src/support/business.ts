@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
 import request from 'supertest';
 import { canonicalize, signStepUpPayload, sourceKeyIdOf } from '@ets/adapters-crypto';
 import { bearer, makeKey, type TestKey } from './keys.js';
@@ -106,4 +106,21 @@ export async function governed(baseUrl: string, area: string, maker: TestKey, ch
 /** A signed approval payload (CONTRACT "Signed approvals…"), signed with `signerPem`. */
 export function signedApproval(signerPem: string, payload: Record<string, unknown>): { payload: Record<string, unknown>; signature: string } {
   return { payload, signature: signStepUpPayload(signerPem, payload) };
+}
+
+/**
+ * A signed approval of the held transaction `tx` by `approver` (its step-up key), for a policy that
+ * declares no `approvalScope` (the scope is the transaction itself).
+ */
+export function heldApproval(approver: TestKey, tx: Record<string, unknown>): { payload: Record<string, unknown>; signature: string } {
+  return signedApproval(approver.stepUpPrivateKeyPem!, {
+    approvalId: randomUUID(),
+    approverId: approver.record.callerId,
+    businessTransactionId: tx.businessTransactionId,
+    action: (tx.intent as { action: string }).action,
+    scope: { field: 'resourceId', resourceId: tx.businessTransactionId },
+    signalsHash: createHash('sha256').update(canonicalize(tx.signals ?? {})).digest('hex'),
+    expiresAt: new Date(Date.now() + 300_000).toISOString(),
+    nonce: randomBytes(32).toString('base64url'),
+  });
 }

@@ -1,6 +1,7 @@
 import { expect } from '@jest/globals';
 import request from 'supertest';
 import { envelope, policyDoc } from '../http/governance-fixtures.js';
+import { heldApproval } from './business.js';
 import { bearer, type TestKey } from './keys.js';
 import { businessTransaction } from './transactions.js';
 
@@ -106,4 +107,25 @@ export async function expectSharedFailedAuthLimit(
   expect(bad.filter((s) => s === 429)).toHaveLength(300 - limit);
   expect(results.filter((_, i) => i % 11 === 0).map((r) => r.status)).toEqual(Array(30).fill(200));
   expect((await auditedFailures()) - before).toBe(limit);
+}
+
+/**
+ * A held transaction (EXEC_POLICY holds amounts above 10000) approved by 20 approvals at once,
+ * spread over the instances and the checkers, is released once: one 200, 19 409, one intent.
+ */
+export async function expectHeldReleasedOnce(urls: string[], agent: TestKey, checkers: TestKey[], intentsOf: (id: string) => Promise<number>): Promise<void> {
+  const tx = businessTransaction({ signals: { amount: 20000, country: 'FR' } });
+  const id = tx.businessTransactionId as string;
+  expect((await request(urls[0]!).post('/execute').set('authorization', bearer(agent)).send(tx)).status).toBe(202);
+  const results = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => {
+      const checker = checkers[i % checkers.length]!;
+      return request(urls[i % urls.length]!).post(`/overrides/${id}/approve`).set('authorization', bearer(checker)).send(heldApproval(checker, tx));
+    }),
+  );
+  const statuses = results.map((r) => r.status);
+  expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+  expect(statuses.filter((s) => s === 409)).toHaveLength(19);
+  expect(await intentsOf(id)).toBe(1);
+  for (const url of urls) expect((await request(url).get(`/overrides/${id}`).set('authorization', bearer(checkers[0]!))).body.status).toBe('APPROVED');
 }
