@@ -287,6 +287,7 @@ export function buildContainer(res: OpenedResources): Container {
   c.bind<HeldTransactions>(TOKENS.HeldTransactions).toDynamicValue(
     (ctx) =>
       new HeldTransactions({
+        policies: get(ctx, TOKENS.PolicyCatalog),
         store: get(ctx, TOKENS.ExecutionStore),
         execution: get(ctx, TOKENS.ExecutionService),
         signer: get(ctx, TOKENS.Signer),

@@ -110,6 +110,7 @@ describe.each(STORAGE_TARGETS)('held transactions on $name', (factory) => {
       parameters: { amount: 5000, currency: 'EUR' },
       signals: tx.signals,
       signalsHash: signalsHash(tx.signals),
+      scope: { field: 'value', value: 5000 },
       businessTransactionHash: res.body.trustRecord.businessTransactionHash,
       policy: { name: 'held', version: '1.0.0', contentHash: res.body.trustRecord.transaction.policy.contentHash },
       decision: res.body.decision,

@@ -71,6 +71,20 @@ const refused = (why: string): DomainError => new DomainError('forbidden', `The 
 
 const text = (v: unknown, max = 256): v is string => typeof v === 'string' && v.length > 0 && v.length <= max;
 
+/**
+ * The `scope` a signed approval of `tx` must carry under a policy's `approvalScope` (rule 4): the
+ * value at its `value` path, the resource at its `resourceId` path, or the transaction itself when
+ * the policy names none. Undefined when the request does not carry what the policy names.
+ */
+export function expectedApprovalScope(tx: BusinessTransaction, declared: ApprovalScope | undefined): ApprovalScopeClaim | undefined {
+  if (declared && 'value' in declared) {
+    const value = valueAtPath(tx, declared.value);
+    return value === undefined ? undefined : { field: 'value', value };
+  }
+  const actual = declared ? valueAtPath(tx, declared.resourceId) : tx.businessTransactionId;
+  return typeof actual === 'string' || typeof actual === 'number' ? { field: 'resourceId', resourceId: String(actual) } : undefined;
+}
+
 /** Reads the shape of `authorization.approval`; anything else is APPROVAL_INVALID. */
 export function readApproval(raw: unknown): SignedApproval {
   if (!isPlainObject(raw) || !isPlainObject(raw.payload) || !text(raw.signature, 1024)) throw refused('it must be {"payload": {…}, "signature": "<base64>"}');

@@ -17,7 +17,8 @@ import { checkStepUpEnvelope, readStepUpEnvelope } from '../governance/step-up.j
 import { refusalDecision } from '../execution/decision-stages.js';
 import { heldNoLongerPending, signRefusal } from '../execution/outcome-stages.js';
 import { EVERY_CALLER, type ExecutionStore, type ReadScope } from '../execution/ports.js';
-import type { ExecutionOutcome } from '../execution/context.js';
+import type { ExecutionOutcome, PolicyCatalog } from '../execution/context.js';
+import { expectedApprovalScope, type ApprovalScopeClaim } from '../approvals/approval.js';
 import type { DecidedTransaction } from '../execution/decided.js';
 import { HELD_STATUSES, type HeldStatus, type HeldTransaction } from '../execution/held.js';
 import type { PolicyBinding } from '../execution/records.js';
@@ -31,6 +32,8 @@ export interface HeldTransactionView {
   signals: Record<string, unknown>;
   /** What a signed approval's `signalsHash` must be: SHA-256 of the RFC 8785 canonical JSON of `signals`. */
   signalsHash: string;
+  /** The `scope` a signed approval must carry, as the policy's `approvalScope` says. */
+  scope?: ApprovalScopeClaim;
   businessTransactionHash: string;
   policy: PolicyBinding;
   decision: PolicyDecision;
@@ -43,6 +46,8 @@ export interface HeldTransactionView {
 }
 
 export interface HeldTransactionsDeps {
+  /** The policy versions the held transactions were decided by (for the scope an approval must carry). */
+  policies: PolicyCatalog;
   store: Pick<ExecutionStore, 'getHeld' | 'listHeld' | 'refuseHeld' | 'listExpiredHeld'>;
   /** Releases an approved one through the pipeline (ExecutionService.releaseHeld). */
   execution: { releaseHeld(decided: DecidedTransaction, approval: { approverId: string; approvedAt: string; approval: unknown }): Promise<ExecutionOutcome> };
@@ -64,9 +69,11 @@ export function readHeldStatus(raw: unknown): HeldStatus | undefined {
 export class HeldTransactions {
   constructor(private readonly d: HeldTransactionsDeps) {}
 
-  viewOf(held: HeldTransaction): HeldTransactionView {
+  async viewOf(held: HeldTransaction): Promise<HeldTransactionView> {
     const { decided } = held;
     const { tx } = decided;
+    const policy = await this.d.policies.find(decided.policy.name, decided.policy.version);
+    const scope = policy && expectedApprovalScope(tx, policy.document.approvalScope);
     return {
       businessTransactionId: tx.businessTransactionId,
       callerId: decided.callerId,
@@ -74,6 +81,7 @@ export class HeldTransactions {
       parameters: tx.intent.parameters,
       signals: tx.signals,
       signalsHash: this.d.hasher.contentHash(tx.signals),
+      ...(scope ? { scope } : {}),
       businessTransactionHash: decided.btxHash,
       policy: decided.policy,
       decision: decided.decision,
@@ -89,12 +97,12 @@ export class HeldTransactions {
   async get(id: string, scope: ReadScope): Promise<HeldTransactionView> {
     const held = await this.d.store.getHeld(id, scope);
     if (!held) throw NOT_FOUND();
-    return this.viewOf(held);
+    return await this.viewOf(held);
   }
 
   async list(status: HeldStatus | undefined, scope: ReadScope, page: number, pageSize: number): Promise<Page<HeldTransactionView>> {
     const found = await this.d.store.listHeld(status, scope, page, pageSize);
-    return { ...found, items: found.items.map((h) => this.viewOf(h)) };
+    return { ...found, items: await Promise.all(found.items.map((h) => this.viewOf(h))) };
   }
 
   /**
