@@ -51,6 +51,8 @@ export interface Settings {
   sourceTimeoutMs: number;
   /** The transparency log's origin, the first line of its checkpoints (SVC_LOG_ORIGIN). */
   logOrigin: string;
+  /** SVC_COOKIE_SECURE: the console's session cookie is `Secure` even over plain HTTP (TLS ends at a proxy in front). */
+  cookieSecure: boolean;
   /** The Prometheus metrics listener (SVC_METRICS_HOST:SVC_METRICS_PORT); off when SVC_METRICS_PORT is unset. */
   metrics?: { host: string; port: number };
 }
@@ -287,6 +289,7 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     issuer: (issuerName = issuer(env)),
     sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
     logOrigin: logOrigin(env, issuerName),
+    cookieSecure: bool(env, 'SVC_COOKIE_SECURE', false),
     metrics: metrics(env),
   };
 }
