@@ -72,8 +72,13 @@ describe.each(STORAGE_TARGETS)('console sessions on $name', (factory) => {
     const events = await request(server.url).get('/audit/auth-events?limit=20').set('cookie', cookie.pair);
     expect(events.status).toBe(200);
     expect(events.body.events).toEqual(expect.arrayContaining([expect.objectContaining({ callerId: 'alice', route: '/callers/me', method: 'GET', outcome: 'SUCCESS' })]));
-    // A bearer request has no console session to describe.
+    // Without a cookie there is no session to describe (and no failed authentication: the sign-in page asks this).
     expect((await request(server.url).get('/console/session').set('authorization', bearer(alice))).status).toBe(404);
+    expect((await request(server.url).get('/console/session')).status).toBe(404);
+    // A cookie naming no live session is a failed authentication, and the cookie is cleared.
+    const stale = await request(server.url).get('/console/session').set('cookie', 'ets_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+    expect(stale.status).toBe(401);
+    expect(sessionCookie(stale).pair).toBe('ets_session=');
   });
 
   it('needs the CSRF token on every write made with the cookie (403 CSRF_TOKEN_INVALID), and decides with it', async () => {

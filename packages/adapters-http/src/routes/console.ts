@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DomainError, type AuthenticationAudit, type CallerDirectory, type ConsoleSessions } from '@ets/domain';
 import type { Response } from 'express';
 import { failedAuthentication, sessionOf, type AuthenticationOptions } from '../middleware/authenticate.js';
-import { clearSessionCookie, setSessionCookie } from '../middleware/session-cookie.js';
+import { clearSessionCookie, sessionIdOf, setSessionCookie } from '../middleware/session-cookie.js';
 import type { RouteModule } from '../route-table.js';
 
 /**
@@ -48,7 +48,7 @@ export function loadConsoleAssets(distDir: string): ConsoleAssets | undefined {
 }
 
 export interface ConsoleRoutesDeps {
-  sessions: Pick<ConsoleSessions, 'signIn' | 'signOut'>;
+  sessions: Pick<ConsoleSessions, 'signIn' | 'signOut' | 'resolve'>;
   directory: CallerDirectory;
   /** A sign-in is an authentication like any other: audited, and a failure counted against the address's limit. */
   authentication: Pick<AuthenticationOptions, 'audit' | 'onFailure' | 'failureLimit'> & { audit: Pick<AuthenticationAudit, 'record'> };
@@ -103,12 +103,20 @@ export const consoleRoutes = (deps: ConsoleRoutesDeps): RouteModule => (t) => {
     res.status(201).json({ callerId: opened.callerId, csrfToken: opened.csrfToken, expiresAt: opened.expiresAt });
   });
 
-  // A page loaded again (a reload, a new tab) asks for its session's CSRF token; another site cannot read it.
-  t.get('/console/session', { auth: 'key' }, (_req, res) => {
-    const session = sessionOf(res);
-    if (!session) throw new DomainError('not_found', 'This request was not made with a console session (the ets_session cookie).');
+  // A page loaded again (a reload, a new tab) asks whether this browser has a session, and for its
+  // CSRF token; another site cannot read the answer. Public, so that a page without a session (the
+  // sign-in page) costs no failed authentication: only a cookie that names no live session does.
+  t.get('/console/session', { auth: 'none', limiter: 'public' }, async (req, res) => {
     res.setHeader('Cache-Control', 'no-store');
-    res.json({ callerId: res.locals.caller.callerId as string, csrfToken: session.csrfToken, expiresAt: session.expiresAt });
+    const sessionId = sessionIdOf(req);
+    if (sessionId === undefined) throw new DomainError('not_found', 'This browser has no console session: sign in with POST /console/session.');
+    const session = await deps.sessions.resolve(sessionId);
+    if (!session) {
+      clearSessionCookie(req, res, cookie);
+      throw await failedAuthentication(deps.authentication, req, res);
+    }
+    await deps.authentication.audit.record({ callerId: session.caller.callerId, method: req.method, route: '/console/session', outcome: 'SUCCESS' });
+    res.json({ callerId: session.caller.callerId, csrfToken: session.csrfToken, expiresAt: session.expiresAt });
   });
 
   // Sign-out: the session ends on every instance at once; the cookie is cleared.
