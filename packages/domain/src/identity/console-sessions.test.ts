@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { Caller } from './caller.js';
+import type { Caller, CredentialHolderType } from './caller.js';
 import {
   CONSOLE_SESSION_EXTEND_AFTER_SECONDS,
   CONSOLE_SESSION_IDLE_SECONDS,
@@ -62,7 +62,7 @@ describe('console sessions', () => {
     expect(await sessions.resolve(opened.sessionId)).toEqual({ caller: human, csrfToken: opened.csrfToken, expiresAt: opened.expiresAt });
   });
 
-  it.each([['SERVICE'], ['ROLE'], ['ORGANIZATION'], [undefined]] as const)('refuses holder type %s with NON_HUMAN_CALLER_DENIED', async (holder) => {
+  it.each<[CredentialHolderType | undefined]>([['SERVICE'], ['ROLE'], ['ORGANIZATION'], [undefined]])('refuses holder type %s with NON_HUMAN_CALLER_DENIED', async (holder) => {
     const { sessions, store } = setup();
     await expect(sessions.signIn({ ...human, credentialHolderType: holder }, 'key-a')).rejects.toMatchObject({ kind: 'forbidden', code: 'NON_HUMAN_CALLER_DENIED' });
     expect(store.rows.size).toBe(0);
