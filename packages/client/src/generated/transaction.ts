@@ -435,8 +435,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The console session of this request, with its CSRF token
-         * @description For a page loaded again (reload, new tab): the caller, CSRF token and idle expiry of the session whose cookie the request sends. Another site cannot read it (same-origin policy; the cookie is `SameSite=Strict`).
+         * This browser's console session, with its CSRF token
+         * @description For a page loaded again (reload, new tab): the caller, CSRF token and idle expiry of the session whose cookie the request sends. Another site cannot read it (same-origin policy; the cookie is `SameSite=Strict`). Public, so that asking without a session is no failed authentication; a cookie that names no live session (expired, signed out, made up) is one: audited, counted against the address's failed-authentication limit, answered `401`, and the cookie is cleared.
          */
         get: operations["getConsoleSession"];
         put?: never;
@@ -3753,8 +3753,16 @@ export interface operations {
                 };
             };
             400: components["responses"]["InputRefused"];
-            401: components["responses"]["Unauthenticated"];
-            /** @description The request was authenticated by a bearer key, not a console session. */
+            /** @description The cookie names no live session: `{"error":"authentication required"}`; the cookie is cleared. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request sends no session cookie. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3765,7 +3773,15 @@ export interface operations {
             };
             429: components["responses"]["AuthFailureLimited"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
+            /** @description `AUDIT_UNAVAILABLE`: the authentication could not be audited. `STORAGE_UNAVAILABLE`: no database connection could be had in time. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     signInToConsole: {
