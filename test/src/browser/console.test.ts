@@ -168,7 +168,8 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await expectAccessible(page, 'review-payload');
       await page.getByRole('button', { name: 'Sign and approve' }).click();
       await page.getByTestId('decided').waitFor();
-      await expect(page.getByTestId('status').innerText()).resolves.toBe('APPROVED');
+      // The item is read again after the decision: its status follows.
+      await page.locator('[data-testid="status"]', { hasText: 'APPROVED' }).waitFor();
       const inEffect = await request(server.url).get('/policies/in-effect').set('authorization', bearer(alice));
       expect(inEffect.body).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'exec-test', version: '1.1.0', approvedBy: 'bob' })]));
       // Nothing of the key file stayed in the page or its storage.
@@ -216,8 +217,9 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await page.getByLabel('Outcome').selectOption('EXECUTED');
       await page.getByRole('button', { name: 'Find' }).click();
       await page.waitForURL(/#\/records\?callerId=agent-7&outcome=EXECUTED/);
+      // The filtered list replaces the unfiltered one the page opened with.
+      await page.getByText('2 transactions found').waitFor();
       const links = page.locator('table.records tbody a');
-      await links.first().waitFor();
       expect(await page.locator('table.records tbody tr').count()).toBe(2);
       await expectAccessible(page, 'records');
       await links.first().click();
@@ -323,7 +325,8 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await tabTo(/^button\|\|Sign and approve/);
       await page.keyboard.press('Enter');
       await page.getByTestId('decided').waitFor();
-      await expect(page.getByTestId('status').innerText()).resolves.toBe('APPROVED');
+      // The item is read again after the decision: its status follows.
+      await page.locator('[data-testid="status"]', { hasText: 'APPROVED' }).waitFor();
       await shot(page, 'keyboard-approved');
       expect(problems).toEqual([]);
       await page.context().close();

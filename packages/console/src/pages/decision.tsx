@@ -18,7 +18,6 @@ type Stage =
   | { step: 'choose' }
   | { step: 'review'; action: 'approve' | 'reject'; payload: Payload }
   | { step: 'sending'; action: 'approve' | 'reject' }
-  | { step: 'done'; action: 'approve' | 'reject'; answer: unknown }
   | { step: 'refused'; message: string; detail: string };
 
 /**
@@ -26,7 +25,7 @@ type Stage =
  * exactly what will be signed, then sign and send. The key is read into this component only for
  * the signature and forgotten at once (and when the person cancels); it is never stored.
  */
-export function Decision({ spec, onDecided }: { spec: DecisionSpec; onDecided: () => void }) {
+export function Decision({ spec, onDecided }: { spec: DecisionSpec; onDecided: (action: 'approve' | 'reject', answer: unknown) => void }) {
   const [stage, setStage] = useState<Stage>({ step: 'choose' });
   const [problem, setProblem] = useState<string | undefined>();
   const pem = useRef<string | undefined>(undefined);
@@ -79,8 +78,9 @@ export function Decision({ spec, onDecided }: { spec: DecisionSpec; onDecided: (
     try {
       const answer = await call('POST', spec.path(action), { payload, signature });
       if (answer.status >= 200 && answer.status < 300) {
-        setStage({ step: 'done', action, answer: answer.body });
-        onDecided();
+        // The item page says so and reads the item again (no longer waiting, this form goes).
+        onDecided(action, answer.body);
+        setStage({ step: 'choose' });
       } else {
         const err = errorOf(answer);
         setStage({ step: 'refused', message: refusalText(err.code, answer.status), detail: `${answer.status}${err.code ? ` ${err.code}` : ''}: ${err.message}` });
@@ -147,11 +147,6 @@ export function Decision({ spec, onDecided }: { spec: DecisionSpec; onDecided: (
         </div>
       ) : null}
       {stage.step === 'sending' ? <Notice kind="info">Signing and sending…</Notice> : null}
-      {stage.step === 'done' ? (
-        <Notice kind="ok">
-          <strong data-testid="decided">{stage.action === 'approve' ? 'Approved.' : 'Rejected.'}</strong> The service recorded your signed decision.
-        </Notice>
-      ) : null}
     </section>
   );
 }

@@ -22,6 +22,7 @@ export function ItemPage({ kind: kindKey, id, me }: { kind: string; id: string; 
   const kind = kindOf(kindKey);
   const [item, setItem] = useState<InboxItem | null | undefined>(undefined);
   const [error, setError] = useState<string | undefined>();
+  const [decided, setDecided] = useState<{ action: 'approve' | 'reject'; answer: unknown } | undefined>();
   const load = useCallback(() => {
     if (!kind) return;
     loadItem(kind, id).then((i) => setItem(i ?? null), (e) => setError(errorText(e)));
@@ -57,7 +58,18 @@ export function ItemPage({ kind: kindKey, id, me }: { kind: string; id: string; 
               <span data-testid="own">You {kind.key === 'held' ? 'made this request' : 'proposed this'}: another person decides it.</span>
             </Notice>
           ) : null}
-          {item.pending && item.requester !== me ? <Decide kind={kind} item={item} me={me} onDecided={load} /> : null}
+          {decided ? <Decided kind={kind} {...decided} /> : null}
+          {item.pending && item.requester !== me ? (
+            <Decide
+              kind={kind}
+              item={item}
+              me={me}
+              onDecided={(action, answer) => {
+                setDecided({ action, answer });
+                load();
+              }}
+            />
+          ) : null}
         </>
       ) : item === undefined && !error ? (
         <p class="muted">Loading…</p>
@@ -66,7 +78,24 @@ export function ItemPage({ kind: kindKey, id, me }: { kind: string; id: string; 
   );
 }
 
-function Decide({ kind, item, me, onDecided }: { kind: Kind; item: InboxItem; me: string; onDecided: () => void }) {
+/** What the service answered a decision made here; a held transaction's approval answers what `POST /execute` would have. */
+function Decided({ kind, action, answer }: { kind: Kind; action: 'approve' | 'reject'; answer: unknown }) {
+  const a = (answer ?? {}) as { executionStatus?: string; businessTransactionId?: string };
+  return (
+    <Notice kind="ok">
+      <strong data-testid="decided">{action === 'approve' ? 'Approved.' : 'Rejected.'}</strong> The service recorded your signed decision.
+      {kind.key === 'held' && a.executionStatus ? ` The transaction: ${a.executionStatus}.` : ''}
+      {kind.key === 'held' && a.businessTransactionId ? (
+        <>
+          {' '}
+          <a href={href.record(a.businessTransactionId)}>Its record</a>
+        </>
+      ) : null}
+    </Notice>
+  );
+}
+
+function Decide({ kind, item, me, onDecided }: { kind: Kind; item: InboxItem; me: string; onDecided: (action: 'approve' | 'reject', answer: unknown) => void }) {
   const [scope, setScope] = useState<{ scope?: ApprovalScope; error?: string } | undefined>(kind.decision === 'approval' ? undefined : {});
   const raw = item.raw as { businessTransactionId: string; action: string; parameters: unknown; signals: Record<string, unknown>; policy?: { name: string; version: string } };
   useEffect(() => {
