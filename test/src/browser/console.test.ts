@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
+import { canonicalize } from '@ets/adapters-crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -182,6 +183,72 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByLabel('API key').waitFor();
       expect((await request(server.url).get('/callers/me').set('cookie', `ets_session=${cookie.value}`)).status).toBe(401);
+      expect(problems).toEqual([]);
+      await page.context().close();
+    },
+    FLOW_TIMEOUT,
+  );
+
+  it(
+    'shows an impact preview as the service answers it, its examples opening their records, and a held MCP call with what its approval binds to',
+    async () => {
+      // The routes of the impact preview and of held transactions are answered here as CONTRACT shapes them
+      // (their own suites test the service's side): the page's rendering and signing are what is tested.
+      const changeId = await proposal({ ...EXEC_POLICY, name: 'impact-test', policyVersion: '1.0.0' }, '1.0.0', 'impact');
+      const example = (await request(server.url).get('/transactions?callerId=agent-7&outcome=REFUSED').set('authorization', bearer(bob))).body.items[0].businessTransactionId as string;
+      const page = await newPage();
+      await page.route(`**/policies/pending-changes/${changeId}/impact?limit=1000`, (route) =>
+        route.fulfill({
+          json: {
+            policyName: 'impact-test', fromVersion: null, toVersion: '1.0.0', replayed: 40, changed: 3,
+            byTransition: { 'approve->reject': 2, 'reject->approve': 1 }, byRule: { sanctioned: 2, ok: 1 },
+            examples: [{ businessTransactionId: example, before: { action: 'reject', matchedRuleId: 'sanctioned' }, after: { action: 'approve', matchedRuleId: 'ok' } }],
+          },
+        }),
+      );
+      const held = {
+        businessTransactionId: '0b6a3c1e-5f2d-4c8a-9e7b-1d2f3a4b5c6d', callerId: 'agent-7', action: 'mcp-files:delete-file',
+        parameters: { path: '/srv/reports/q3.pdf' }, signals: { path: '/srv/reports/q3.pdf' }, signalsHash: 'e'.repeat(64), businessTransactionHash: 'f'.repeat(64),
+        policy: { name: 'exec-test', version: '1.0.0', contentHash: 'a'.repeat(64) },
+        decision: { action: 'approve', matchedRuleId: 'large', reason: 'Large transfer needs a second look' },
+        status: 'PENDING', createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 90_000).toISOString(),
+      };
+      await page.route('**/overrides?status=PENDING*', (route) => route.fulfill({ json: { items: [held], page: 1, pageSize: 100, total: 1 } }));
+      await page.route(`**/overrides/${held.businessTransactionId}`, (route) => route.fulfill({ json: held }));
+      await signIn(page, bob);
+
+      await page.locator(`tr[data-id="${changeId}"]`).getByRole('link').click();
+      await page.getByTestId('impact-summary').waitFor();
+      expect(await page.getByTestId('impact-summary').innerText()).toMatch(/Replayed the last 40 decisions of impact-test .*: 3 would change/);
+      expect(await page.getByTestId('impact').innerText()).toMatch(/approve → reject\s+2/);
+      await expectAccessible(page, 'impact');
+      await page.getByTestId('impact').getByRole('link', { name: example }).click();
+      await page.getByTestId('verdict').waitFor({ timeout: 30_000 });
+
+      // The held MCP call: in the inbox with its deadline, then its arguments and the approval's binding.
+      await page.getByRole('link', { name: 'Inbox' }).click();
+      const row = page.locator(`tr[data-kind="held"][data-id="${held.businessTransactionId}"]`);
+      await row.waitFor();
+      expect(await row.innerText()).toMatch(/MCP call files → delete-file[\s\S]*in (1|2) min/);
+      await row.getByRole('link').click();
+      await page.getByText('tool delete-file of server files').waitFor();
+      await expectAccessible(page, 'held-mcp-call');
+      await page.getByLabel('Approve').check();
+      await page.getByLabel(/Your step-up key file/).setInputFiles({ name: 'bob.pem', mimeType: 'application/x-pem-file', buffer: Buffer.from(bob.stepUpPrivateKeyPem!) });
+      await page.getByRole('button', { name: 'Prepare what to sign' }).click();
+      const payload = JSON.parse(await page.getByTestId('payload').innerText()) as Record<string, unknown>;
+      // exec-test names no approvalScope: the approval scopes the transaction itself; its signalsHash is the signals'.
+      expect(payload).toMatchObject({ approverId: 'bob', businessTransactionId: held.businessTransactionId, action: 'mcp-files:delete-file', scope: { field: 'resourceId', resourceId: held.businessTransactionId } });
+      expect(payload.signalsHash).toBe(createHash('sha256').update(canonicalize(held.signals)).digest('hex'));
+      let sent: { payload: unknown; signature: string } | undefined;
+      await page.route(`**/overrides/${held.businessTransactionId}/approve`, async (route) => {
+        sent = route.request().postDataJSON() as typeof sent;
+        await route.fulfill({ json: { businessTransactionId: held.businessTransactionId, executionStatus: 'EXECUTED' } });
+      });
+      await page.getByRole('button', { name: 'Sign and approve' }).click();
+      await page.getByTestId('decided').waitFor();
+      expect(sent!.payload).toEqual(payload);
+      expect(verify(null, Buffer.from(canonicalize(payload)), createPublicKey(bob.stepUpPrivateKeyPem!), Buffer.from(sent!.signature, 'base64'))).toBe(true);
       expect(problems).toEqual([]);
       await page.context().close();
     },

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { call, enc, errorOf } from '../api';
 import { href } from '../router';
@@ -55,46 +56,8 @@ function ImpactReportView({ report }: { report: ImpactReport }) {
         Replayed the last <strong>{report.replayed}</strong> decision{report.replayed === 1 ? '' : 's'} of {report.policyName}
         {report.fromVersion ? ` (${report.fromVersion})` : ''} with {report.toVersion}: <strong>{report.changed}</strong> would change.
       </p>
-      {transitions.length > 0 ? (
-        <table class="compact">
-          <caption>How they would change</caption>
-          <thead>
-            <tr>
-              <th scope="col">Before → after</th>
-              <th scope="col">Decisions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {transitions.map(([t, n]) => (
-              <tr key={t}>
-                <td>{t.replace('->', ' → ')}</td>
-                <td>{n}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
-      {rules.length > 0 ? (
-        <table class="compact">
-          <caption>Rule deciding under {report.toVersion}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Rule</th>
-              <th scope="col">Decisions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rules.map(([r, n]) => (
-              <tr key={r}>
-                <td>
-                  <code>{r}</code>
-                </td>
-                <td>{n}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : null}
+      <Counts caption="How they would change" what="Before → after" rows={transitions.map(([t, n]) => [t.replace('->', ' → '), n])} />
+      <Counts caption={`Rule deciding under ${report.toVersion}`} what="Rule" rows={rules.map(([r, n]) => [<code>{r}</code>, n])} />
       {report.examples.length > 0 ? (
         <table class="compact examples">
           <caption>Examples</caption>
@@ -121,5 +84,29 @@ function ImpactReportView({ report }: { report: ImpactReport }) {
         </table>
       ) : null}
     </>
+  );
+}
+
+/** Decisions counted by something (a transition, a rule); nothing when there are none. */
+function Counts({ caption, what, rows }: { caption: string; what: string; rows: [ComponentChildren, number][] }) {
+  if (rows.length === 0) return null;
+  return (
+    <table class="compact">
+      <caption>{caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">{what}</th>
+          <th scope="col">Decisions</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map(([name, n], i) => (
+          <tr key={i}>
+            <td>{name}</td>
+            <td>{n}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
