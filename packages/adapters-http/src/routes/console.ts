@@ -34,8 +34,9 @@ export interface ConsoleAssets {
 
 const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 
-/** Reads `console.html` and `assets/*` of the console's build folder; undefined when it was not built. */
-export function loadConsoleAssets(distDir: string): ConsoleAssets | undefined {
+/** Reads `console.html` and `assets/*` of the console's build folder; undefined when it was not built (or there is none). */
+export function loadConsoleAssets(distDir: string | undefined): ConsoleAssets | undefined {
+  if (distDir === undefined) return undefined;
   const pageFile = path.join(distDir, 'console.html');
   const assetsDir = path.join(distDir, 'assets');
   if (!existsSync(pageFile) || !existsSync(assetsDir)) return undefined;
