@@ -264,6 +264,9 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       const row = page.locator(`tr[data-id="${own}"]`);
       await row.waitFor();
       expect(await row.innerText()).toContain('yours');
+      // The inbox refreshes by itself: a change proposed now appears without a reload.
+      const later = await proposal({ ...EXEC_POLICY, name: 'later-test', policyVersion: '1.0.0' }, '1.0.0', 'later');
+      await page.locator(`tr[data-id="${later}"]`).waitFor({ timeout: 45_000 });
       await row.getByRole('link').click();
       await page.getByTestId('own').waitFor();
       expect(await page.getByRole('button', { name: 'Prepare what to sign' }).count()).toBe(0);

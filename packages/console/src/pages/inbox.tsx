@@ -4,8 +4,18 @@ import { KINDS, newestFirst, type InboxItem, type Kind } from '../kinds';
 import { href } from '../router';
 import { errorText, Notice, PageTitle, untilText, When } from '../ui';
 
-/** How often the inbox asks again by itself. */
-export const INBOX_REFRESH_MS = 5000;
+/**
+ * How often the inbox asks again by itself. Each refresh is a few authenticated (so audited and
+ * logged) requests: not more often than this, not while the tab is hidden, and not once the person
+ * has been away for longer than a session's idle expiry allows, so an unattended console still
+ * signs itself out.
+ */
+export const INBOX_REFRESH_MS = 15_000;
+const AWAY_AFTER_MS = 25 * 60_000;
+
+let lastInput = Date.now();
+for (const event of ['pointerdown', 'keydown', 'wheel', 'focus']) addEventListener(event, () => (lastInput = Date.now()), { capture: true, passive: true });
+const attended = (): boolean => document.visibilityState === 'visible' && Date.now() - lastInput < AWAY_AFTER_MS;
 
 interface Loaded {
   items: InboxItem[];
@@ -46,7 +56,11 @@ export function Inbox({ me }: { me: string }) {
   useEffect(() => {
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const tick = async () => {
+    const tick = async (): Promise<void> => {
+      if (!attended()) {
+        timer = setTimeout(tick, 1000);
+        return;
+      }
       try {
         const next = await loadInbox();
         if (!stopped) {
@@ -72,7 +86,7 @@ export function Inbox({ me }: { me: string }) {
         {loaded ? (
           <>
             {loaded.items.length === 0 ? 'Nothing waits for a decision.' : `${loaded.items.length} waiting.`} Refreshed at{' '}
-            <When at={loaded.at.toISOString()} />; it refreshes by itself.
+            <When at={loaded.at.toISOString()} />; it refreshes by itself while you are here.
           </>
         ) : (
           'Loading…'
