@@ -18,6 +18,7 @@ import {
   TypeOrmSingleUseLedger,
   TypeOrmRecordedDecisions,
   TypeOrmNoticeOutbox,
+  TypeOrmConsoleSessionStore,
 } from '@ets/adapters-persistence';
 import {
   Ed25519SourceProofs,
@@ -35,6 +36,8 @@ import {
   attestationRoutes,
   bearerAuthentication,
   businessValidationRoutes,
+  consoleRoutes,
+  loadConsoleAssets,
   createHttpApp,
   excluding,
   readsEverything,
@@ -70,6 +73,9 @@ import {
   type ProofSigner,
   AuthenticationAudit,
   CheckpointPublisher,
+  ConsoleSessions,
+  type ConsoleSessionStore,
+  type TransactionSearch,
   GovernanceAudit,
   CompilingPolicyCatalog,
   ExecutionService,
@@ -128,6 +134,7 @@ import { randomIds, randomNonces, systemClock } from './runtime/system.js';
 import { DEMO_APPROVER_PUBLIC_KEY_PEM, demoApproverSigner } from './runtime/demo-approver.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { PublishedCheckpointFile } from './runtime/published-checkpoint-file.js';
+import { consoleDistDir } from './runtime/console-assets.js';
 
 /** What is opened before the container is built (async resources). */
 export interface OpenedResources {
@@ -206,6 +213,18 @@ export function buildContainer(res: OpenedResources): Container {
   // Domain services
   c.bind<AuthenticationAudit>(TOKENS.AuthenticationAudit).toDynamicValue(
     (ctx) => new AuthenticationAudit(get(ctx, TOKENS.Signer), get(ctx, TOKENS.AuditEventStore), get(ctx, TOKENS.Clock), get(ctx, TOKENS.IdGenerator)),
+  );
+  // The approvers' console: sessions in the database, so every instance on it knows them.
+  c.bind<ConsoleSessionStore>(TOKENS.ConsoleSessionStore).toDynamicValue((ctx) => new TypeOrmConsoleSessionStore(get(ctx, TOKENS.DataSource)));
+  c.bind<ConsoleSessions>(TOKENS.ConsoleSessions).toDynamicValue(
+    (ctx) =>
+      new ConsoleSessions({
+        store: get(ctx, TOKENS.ConsoleSessionStore),
+        keys: get<ApiKeyDirectory>(ctx, TOKENS.CallerDirectory),
+        hasher: get(ctx, TOKENS.Hasher),
+        clock: get(ctx, TOKENS.Clock),
+        nonces: randomNonces,
+      }),
   );
   c.bind<GovernanceAudit>(TOKENS.GovernanceAudit).toDynamicValue(
     (ctx) => new GovernanceAudit(get(ctx, TOKENS.Signer), get(ctx, TOKENS.Clock), get(ctx, TOKENS.IdGenerator)),
@@ -366,6 +385,7 @@ export function buildContainer(res: OpenedResources): Container {
           service: get(ctx, TOKENS.ExecutionService),
           audit: get(ctx, TOKENS.AuthenticationAudit),
           store: get(ctx, TOKENS.ExecutionStore),
+          search: get<ExecutionStore & TransactionSearch>(ctx, TOKENS.ExecutionStore),
           verifier: get(ctx, TOKENS.SignatureVerifier),
           clock: get(ctx, TOKENS.Clock),
         }),
@@ -377,6 +397,13 @@ export function buildContainer(res: OpenedResources): Container {
         publisher: get(ctx, TOKENS.CheckpointPublisher),
         records: get(ctx, TOKENS.ExecutionStore),
         hasher: get(ctx, TOKENS.Hasher),
+      }),
+      consoleRoutes({
+        sessions: get(ctx, TOKENS.ConsoleSessions),
+        directory: get(ctx, TOKENS.CallerDirectory),
+        authentication: authenticationOptions(ctx),
+        cookieSecure: settings.cookieSecure,
+        assets: loadConsoleAssets(consoleDistDir()),
       }),
       handbookRoutes({ leads: new TypeOrmHandbookLeadStore(get(ctx, TOKENS.DataSource)), clock: get(ctx, TOKENS.Clock), downloadUrl: '/documentation' }),
       attestationRoutes({
@@ -407,14 +434,10 @@ export function buildContainer(res: OpenedResources): Container {
   c.bind<HttpApp>(TOKENS.HttpApp).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     const rl = get<RateLimiters>(ctx, TOKENS.RateLimiters);
-    const security = get<SecurityEvents>(ctx, TOKENS.SecurityEvents);
-    const onFailure = (a: { method: string; route: string }) =>
-      security.record('authentication_failed', { callerId: null, operation: `${a.method} ${a.route}`, detail: 'missing, malformed or unknown key' });
-    const audit = get<AuthenticationAudit>(ctx, TOKENS.AuthenticationAudit);
-    const failureLimit = rl.authFailure;
+    const { audit, onFailure, failureLimit } = authenticationOptions(ctx);
     const authenticate = settings.authDisabled
       ? noAuthentication()
-      : bearerAuthentication({ directory: get(ctx, TOKENS.CallerDirectory), audit, onFailure, failureLimit });
+      : bearerAuthentication({ directory: get(ctx, TOKENS.CallerDirectory), audit, onFailure, failureLimit, sessions: get(ctx, TOKENS.ConsoleSessions) });
     return createHttpApp({
       logger: get(ctx, TOKENS.Logger),
       bodyLimitBytes: settings.bodyLimitBytes,
@@ -429,6 +452,14 @@ export function buildContainer(res: OpenedResources): Container {
     });
   });
   return c;
+}
+
+/** How a failed authentication is handled: audited, counted against the address's limit, told to profile A's security events. */
+function authenticationOptions(ctx: Resolver) {
+  const security = ctx.get<SecurityEvents>(TOKENS.SecurityEvents);
+  const onFailure = (a: { method: string; route: string }) =>
+    security.record('authentication_failed', { callerId: null, operation: `${a.method} ${a.route}`, detail: 'missing, malformed or unknown key' });
+  return { audit: ctx.get<AuthenticationAudit>(TOKENS.AuthenticationAudit), onFailure, failureLimit: ctx.get<RateLimiters>(TOKENS.RateLimiters).authFailure };
 }
 
 /** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit, notifications. */

@@ -15,6 +15,8 @@ export const TOKENS = {
   SignatureVerifier: Symbol.for('ets.SignatureVerifier'),
   CallerDirectory: Symbol.for('ets.CallerDirectory'),
   AuthenticationAudit: Symbol.for('ets.AuthenticationAudit'),
+  ConsoleSessionStore: Symbol.for('ets.ConsoleSessionStore'),
+  ConsoleSessions: Symbol.for('ets.ConsoleSessions'),
   PolicyStore: Symbol.for('ets.PolicyStore'),
   PendingChangeStore: Symbol.for('ets.PendingChangeStore'),
   StepUpSignatureVerifier: Symbol.for('ets.StepUpSignatureVerifier'),

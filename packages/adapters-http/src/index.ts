@@ -23,3 +23,5 @@ export * from './routes/transparency-log.js';
 export * from './read-gate.js';
 export * from './middleware/read-scope.js';
 export * from './middleware/observe.js';
+export * from './routes/console.js';
+export * from './middleware/session-cookie.js';

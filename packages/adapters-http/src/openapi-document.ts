@@ -103,8 +103,9 @@ export function buildOpenApiDocument(profile: OpenApiProfile): OpenApiDocument {
  * Responses that come from the layers every route passes through (`createHttpApp`), not from its
  * handler, by the route's kind: every route refuses U+0000 in the URL (400), has a rate limit (429)
  * and may fail unexpectedly (500) or find no database connection in time (503 STORAGE_UNAVAILABLE);
- * a keyed one answers 401, 503 when its authentication cannot be audited, and, for a failing key
- * over the failed-authentication limit, 429; one that reads a body
+ * a keyed one answers 401, 503 when its authentication cannot be audited, for a failing key
+ * over the failed-authentication limit 429, and, a write made with the console's session cookie
+ * without its CSRF token, 403; one that reads a body
  * (every POST) answers 400, 413 and 415 for what the body reader refuses. Each is added, as a
  * reference to the shared response in `00-base.yaml`, to every operation that does not describe
  * that status itself, so the document states what the app does without each fragment repeating it.
@@ -117,6 +118,7 @@ const LAYER_RESPONSES: { applies: (method: string, op: Json) => boolean; status:
   { applies: (m) => m === 'post', status: '415', response: 'UnsupportedMediaType' },
   { applies: (_m, op) => !isPublic(op), status: '401', response: 'Unauthenticated' },
   { applies: (_m, op) => !isPublic(op), status: '429', response: 'AuthFailureLimited' },
+  { applies: (m, op) => !isPublic(op) && m !== 'get', status: '403', response: 'CsrfRefused' },
   { applies: (_m, op) => isPublic(op), status: '429', response: 'RateLimited' },
   { applies: (_m, op) => !isPublic(op), status: '503', response: 'Unavailable' },
   { applies: (_m, op) => isPublic(op), status: '503', response: 'StorageUnavailable' },

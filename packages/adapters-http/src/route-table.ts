@@ -59,6 +59,10 @@ export class RouteTable {
     return this.add('post', path, options, handler);
   }
 
+  delete(path: string, options: RouteOptions, handler: Handler): this {
+    return this.add('delete', path, options, handler);
+  }
+
   private add(method: Method, path: string, options: RouteOptions, handler: Handler): this {
     this.routes.push({ method, path, handler, ...options });
     return this;

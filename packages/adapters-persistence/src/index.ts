@@ -21,3 +21,4 @@ export type { Run } from './stores/sqlite-writer.js';
 export * from './export/signed-record-export.js';
 export * from './sqlite-backup.js';
 export { STORAGE_UNAVAILABLE_MESSAGE } from './storage-unavailable.js';
+export * from './stores/console-session-store.js';

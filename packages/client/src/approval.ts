@@ -30,9 +30,7 @@ export interface SignedApproval {
   signature: string;
 }
 
-export interface ApprovalOptions {
-  /** The approver's step-up private key (a USER caller other than the one requesting). */
-  key: Ed25519PrivateKey;
+export interface ApprovalPayloadOptions {
   /** The approver's caller id. */
   approverId: string;
   businessTransactionId: string;
@@ -48,6 +46,11 @@ export interface ApprovalOptions {
   approvalId?: string;
 }
 
+export interface ApprovalOptions extends ApprovalPayloadOptions {
+  /** The approver's step-up private key (a USER caller other than the one requesting). */
+  key: Ed25519PrivateKey;
+}
+
 export const APPROVAL_DEFAULT_TTL_SECONDS = 300;
 
 const hasher = canonicalHasher(sha256);
@@ -58,10 +61,11 @@ export function approvalSignalsHash(signals: Record<string, unknown> | undefined
 }
 
 /**
- * Signs an approval of a transaction that a rule marked `requires_override`, bound to its id,
- * action, scope and signals, single use (a fresh nonce) and short-lived.
+ * The payload of an approval, not signed yet: a page shows it to the approver before they sign it
+ * (`signCanonical(key, payload)`). Bound to one transaction, its action, the scope the policy
+ * names and the request's signals; single use (a fresh nonce and id) and short-lived.
  */
-export async function signApproval(options: ApprovalOptions): Promise<SignedApproval> {
+export function approvalPayload(options: ApprovalPayloadOptions): ApprovalPayload {
   const { approverId, businessTransactionId, action, scope } = options;
   for (const [name, value] of Object.entries({ approverId, businessTransactionId, action })) {
     if (typeof value !== 'string' || value.trim() === '') throw new TypeError(`${name} is required`);
@@ -71,7 +75,7 @@ export async function signApproval(options: ApprovalOptions): Promise<SignedAppr
   }
   const ttl = options.ttlSeconds ?? APPROVAL_DEFAULT_TTL_SECONDS;
   if (!Number.isInteger(ttl) || ttl < 1) throw new RangeError('ttlSeconds must be a positive whole number');
-  const payload: ApprovalPayload = {
+  return {
     approvalId: options.approvalId ?? randomUuid(),
     approverId,
     businessTransactionId,
@@ -81,5 +85,13 @@ export async function signApproval(options: ApprovalOptions): Promise<SignedAppr
     expiresAt: expiresAfter(options.now, ttl),
     nonce: randomNonce(),
   };
+}
+
+/**
+ * Signs an approval of a transaction that a rule marked `requires_override`, bound to its id,
+ * action, scope and signals, single use (a fresh nonce) and short-lived.
+ */
+export async function signApproval(options: ApprovalOptions): Promise<SignedApproval> {
+  const payload = approvalPayload(options);
   return { payload, signature: await signCanonical(options.key, payload) };
 }

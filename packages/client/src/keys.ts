@@ -55,12 +55,25 @@ function seedOf(key: string | Uint8Array): Uint8Array {
     if (key.length !== 32) throw new TypeError('an Ed25519 private key seed is 32 bytes');
     return key;
   }
-  const match = /^\s*-----BEGIN PRIVATE KEY-----\r?\n([A-Za-z0-9+/=\r\n]+)-----END PRIVATE KEY-----\s*$/.exec(key);
+  return pkcs8DerOf(key).slice(PKCS8_PREFIX.length);
+}
+
+/** The DER of an Ed25519 private key in PKCS#8 PEM (what `openssl genpkey -algorithm ed25519` and `ets` write). */
+function pkcs8DerOf(pem: string): Uint8Array {
+  const match = /^\s*-----BEGIN PRIVATE KEY-----\r?\n([A-Za-z0-9+/=\r\n]+)-----END PRIVATE KEY-----\s*$/.exec(pem);
   const der = match ? fromBase64(match[1]!.replace(/\s/g, '')) : undefined;
   if (!der || der.length !== PKCS8_PREFIX.length + 32 || PKCS8_PREFIX.some((b, i) => der[i] !== b)) {
     throw new TypeError('the key is not an Ed25519 private key in PKCS#8 PEM ("-----BEGIN PRIVATE KEY-----")');
   }
-  return der.slice(PKCS8_PREFIX.length);
+  return der;
+}
+
+/**
+ * A non-extractable WebCrypto Ed25519 key from a PKCS#8 PEM (browsers with WebCrypto Ed25519, Node
+ * 20+): sign with `webCryptoSigner(key)`; the key's bytes cannot be read back out of it.
+ */
+export async function webCryptoKeyFromPem(pem: string): Promise<CryptoKey> {
+  return globalThis.crypto.subtle.importKey('pkcs8', pkcs8DerOf(pem) as Uint8Array<ArrayBuffer>, { name: 'Ed25519' }, false, ['sign']);
 }
 
 function pem(label: string, prefix: Uint8Array, key: Uint8Array): string {

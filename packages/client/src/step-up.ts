@@ -9,11 +9,25 @@ export type StepUpEnvelope = components['schemas']['StepUpEnvelope'];
 export const STEP_UP_MAX_TTL_SECONDS = 900;
 export const STEP_UP_DEFAULT_TTL_SECONDS = 300;
 
-export interface StepUpOptions {
-  /** The checker's own step-up private key (never the bearer key). */
-  key: Ed25519PrivateKey;
-  /** The id of the pending change, of any kind: a policy version, an external connector, an authority grant, a signal source. */
-  changeId: string;
+/**
+ * What a step-up envelope signs (CONTRACT "Governance"; "Held transactions" for a held
+ * transaction's rejection, which names `businessTransactionId` instead of `pendingPolicyChangeId`).
+ */
+export interface StepUpPayload {
+  pendingPolicyChangeId?: string;
+  businessTransactionId?: string;
+  action: 'approve' | 'reject';
+  expiresAt: string;
+  nonce: string;
+  callerId?: string;
+  reason?: string;
+}
+
+export interface StepUpPayloadOptions {
+  /** The id of the pending change, of any kind: a policy version, an external connector, an authority grant, a signal source, an MCP server. */
+  changeId?: string;
+  /** Instead of `changeId`: the held transaction (`POST /overrides/{id}/reject`). */
+  businessTransactionId?: string;
   action: 'approve' | 'reject';
   /** Required to reject: recorded as the rejection reason. */
   reason?: string;
@@ -25,6 +39,36 @@ export interface StepUpOptions {
   now?: Date;
 }
 
+export interface StepUpOptions extends StepUpPayloadOptions {
+  /** The checker's own step-up private key (never the bearer key). */
+  key: Ed25519PrivateKey;
+  changeId: string;
+}
+
+/**
+ * The payload of a step-up envelope, not signed yet: a page shows it to the person before they
+ * sign it (`signCanonical(key, payload)`). A single-use nonce of 32 random bytes, an expiry.
+ */
+export function stepUpPayload(options: StepUpPayloadOptions): StepUpPayload {
+  const { changeId, businessTransactionId, action, reason, callerId } = options;
+  const subject = changeId ?? businessTransactionId;
+  if ((changeId === undefined) === (businessTransactionId === undefined) || typeof subject !== 'string' || subject.trim() === '') {
+    throw new TypeError('changeId (a pending change) or businessTransactionId (a held transaction) is required, not both');
+  }
+  if (action !== 'approve' && action !== 'reject') throw new TypeError('action must be approve or reject');
+  if (action === 'reject' && (reason === undefined || reason.trim() === '')) throw new TypeError('a rejection needs a reason: it is recorded as the rejection reason');
+  const ttl = options.ttlSeconds ?? STEP_UP_DEFAULT_TTL_SECONDS;
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > STEP_UP_MAX_TTL_SECONDS) throw new RangeError(`ttlSeconds must be a whole number from 1 to ${STEP_UP_MAX_TTL_SECONDS}`);
+  return {
+    ...(changeId !== undefined ? { pendingPolicyChangeId: changeId } : { businessTransactionId: subject }),
+    action,
+    expiresAt: expiresAfter(options.now, ttl),
+    nonce: randomNonce(),
+    ...(callerId !== undefined ? { callerId } : {}),
+    ...(reason !== undefined ? { reason } : {}),
+  };
+}
+
 /**
  * A step-up envelope, exactly what `ets step-up sign` prints: the payload (change, action, expiry,
  * a single-use nonce of 32 random bytes, optional caller and reason) and a base64 Ed25519 signature
@@ -32,20 +76,8 @@ export interface StepUpOptions {
  * `client.POST('/policies/pending-changes/{id}/approve', { params: { path: { id } }, body: envelope })`.
  */
 export async function signStepUp(options: StepUpOptions): Promise<StepUpEnvelope> {
-  const { changeId, action, reason, callerId } = options;
-  if (typeof changeId !== 'string' || changeId.trim() === '') throw new TypeError('changeId is required: the id of the pending change');
-  if (action !== 'approve' && action !== 'reject') throw new TypeError('action must be approve or reject');
-  if (action === 'reject' && (reason === undefined || reason.trim() === '')) throw new TypeError('a rejection needs a reason: it is recorded as the rejection reason');
-  const ttl = options.ttlSeconds ?? STEP_UP_DEFAULT_TTL_SECONDS;
-  if (!Number.isInteger(ttl) || ttl < 1 || ttl > STEP_UP_MAX_TTL_SECONDS) throw new RangeError(`ttlSeconds must be a whole number from 1 to ${STEP_UP_MAX_TTL_SECONDS}`);
-  const payload: StepUpEnvelope['payload'] = {
-    pendingPolicyChangeId: changeId,
-    action,
-    expiresAt: expiresAfter(options.now, ttl),
-    nonce: randomNonce(),
-    ...(callerId !== undefined ? { callerId } : {}),
-    ...(reason !== undefined ? { reason } : {}),
-  };
+  if (typeof options.changeId !== 'string' || options.changeId.trim() === '') throw new TypeError('changeId is required: the id of the pending change');
+  const payload = stepUpPayload({ ...options, businessTransactionId: undefined }) as StepUpEnvelope['payload'];
   return { payload, signature: await signCanonical(options.key, payload) };
 }
 

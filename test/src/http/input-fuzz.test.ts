@@ -67,6 +67,11 @@ const callArb: fc.Arbitrary<Call> = fc.oneof(
         '/audit/auth-events?before=',
         '/transactions?page=1&pageSize=',
         '/transactions?page=',
+        '/transactions?callerId=',
+        '/transactions?outcome=',
+        '/transactions?from=',
+        '/transactions?to=2026-01-01&from=',
+        '/transactions?outcome=EXECUTED&to=',
         '/trust-records?pageSize=',
         '/trust-records?pageSize=2&page=',
         '/execution-intents?state=',
@@ -128,6 +133,8 @@ const callArb: fc.Arbitrary<Call> = fc.oneof(
     body: { recordType: kind, businessTransactionId: id, signature: id },
   })),
   fc.oneof(text, fc.uuid().map((u) => `lead-${u}@example.com`)).map((email) => ({ method: 'post' as const, path: '/handbook/download-leads', body: { email }, lead: true })),
+  // Console sign-in: arbitrary keys and bodies (never a session for a key that is not a USER key's).
+  fc.oneof(text.map((apiKey) => ({ apiKey })), fc.constantFrom({}, { apiKey: 7 }, { apiKey: agent.raw }, { apiKey: [alice.raw] })).map((body) => ({ method: 'post' as const, path: '/console/session', body })),
 );
 
 

@@ -120,6 +120,72 @@ describe.each(STORAGE_TARGETS)('reads and lists on $name', (factory) => {
     });
   });
 
+  describe('GET /transactions filtered by caller, outcome and time (the console\'s records page)', () => {
+    let mine: { id: string; outcome: string }[];
+    let start: string;
+    beforeAll(async () => {
+      start = new Date().toISOString();
+      const tx = [businessTransaction(), businessTransaction({ signals: { country: 'KP' } }), businessTransaction()];
+      expect((await post('/execute', tx[0], alpha)).status).toBe(200);
+      expect((await post('/execute', tx[1], alpha)).status).toBe(403);
+      expect((await post('/transactions', tx[2], alpha)).status).toBe(201);
+      expect((await post('/execute', businessTransaction({}, 'agent-8'), beta)).status).toBe(200);
+      mine = [
+        { id: tx[0]!.businessTransactionId as string, outcome: 'EXECUTED' },
+        { id: tx[1]!.businessTransactionId as string, outcome: 'REFUSED' },
+        { id: tx[2]!.businessTransactionId as string, outcome: 'RECORDED' },
+      ];
+    });
+    const listed = async (query: string, key: TestKey = ann) => {
+      const res = await get(`/transactions?pageSize=100&${query}`, key);
+      expect(`${query}: ${res.status}`).toBe(`${query}: 200`);
+      return res.body as { items: { businessTransactionId: string; callerId: string; outcome: string; createdAt: string }[]; total: number };
+    };
+
+    it('narrows to one caller, one outcome and a time range, all at once, newest first, counting only those', async () => {
+      const since = `from=${encodeURIComponent(start)}`;
+      const ofAlpha = await listed(`callerId=agent-7&${since}`);
+      expect(ofAlpha.items.map((i) => i.businessTransactionId).sort()).toEqual(mine.map((m) => m.id).sort());
+      expect(ofAlpha.items.map((i) => i.createdAt)).toEqual(ofAlpha.items.map((i) => i.createdAt).sort().reverse());
+      expect(ofAlpha.items.map((i) => i.outcome).sort()).toEqual(['EXECUTED', 'RECORDED', 'REFUSED']);
+      expect(ofAlpha.total).toBe(3);
+      const refusedOfAlpha = await listed(`callerId=agent-7&outcome=REFUSED&${since}`);
+      expect(refusedOfAlpha.items.map((i) => i.businessTransactionId)).toEqual([mine[1]!.id]);
+      expect(refusedOfAlpha.total).toBe(1);
+      const executed = await listed(`outcome=EXECUTED&${since}`);
+      expect(executed.items.every((i) => i.outcome === 'EXECUTED')).toBe(true);
+      expect(new Set(executed.items.map((i) => i.callerId))).toEqual(new Set(['agent-7', 'agent-8']));
+      // A bound is inclusive: the first one's own creation time finds it; a range before it finds nothing of it.
+      const first = ofAlpha.items[ofAlpha.items.length - 1]!;
+      expect((await listed(`callerId=agent-7&from=${encodeURIComponent(first.createdAt)}&to=${encodeURIComponent(first.createdAt)}`)).items.map((i) => i.businessTransactionId)).toContain(first.businessTransactionId);
+      expect((await listed(`callerId=agent-7&to=2000-01-01`)).total).toBe(0);
+      // A date covers its whole day (UTC).
+      const today = start.slice(0, 10);
+      expect((await listed(`callerId=agent-7&outcome=RECORDED&from=${today}&to=${today}`)).items.map((i) => i.businessTransactionId)).toContain(mine[2]!.id);
+    });
+
+    it("keeps the reader's scope: a key that is not USER finds its own caller's only, whatever callerId it asks for", async () => {
+      expect((await listed('callerId=agent-7', beta)).total).toBe(0);
+      const own = await listed('outcome=EXECUTED', beta);
+      expect(own.total).toBeGreaterThan(0);
+      expect(own.items.every((i) => i.callerId === 'agent-8')).toBe(true);
+    });
+
+    it.each([
+      ['outcome=DONE', /outcome must be one of REFUSED, RECORDED, HELD, EXECUTING, EXECUTED/],
+      ['outcome=REFUSED&outcome=EXECUTED', /outcome must be given once/],
+      ['callerId=', /callerId must be given once, not empty/],
+      ['from=2026-02-30', /from must be an RFC 3339 date-time/],
+      ['to=yesterday', /to must be an RFC 3339 date-time/],
+      ['from=2026-03-02&to=2026-03-01', /from must not be later than to/],
+      [`callerId=${'x'.repeat(257)}`, /callerId must be a caller id of at most 256 characters/],
+    ])('refuses %s with 400 naming the filter', async (query, message) => {
+      const res = await get(`/transactions?${query}`, ann);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatch(message);
+    });
+  });
+
   describe('GET /execution-intents (item 5)', () => {
     it('pages every open intent, past any cap, with page, pageSize and total; each item says whether it is in flight', async () => {
       // 520 intents left open, stored as the pipeline stores them (quicker than 520 requests).

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { REPO_ROOT } from './process.js';
 
 /** The workspaces `ets serve` depends on (apps/server's production closure), by folder. */
-const SERVER_WORKSPACES = ['packages/domain', 'packages/adapters-crypto', 'packages/adapters-persistence', 'packages/adapters-connectors', 'packages/adapters-http', 'packages/release-receiver', 'packages/loopback-network'];
+const SERVER_WORKSPACES = ['packages/domain', 'packages/adapters-crypto', 'packages/adapters-persistence', 'packages/adapters-connectors', 'packages/adapters-http', 'packages/release-receiver', 'packages/loopback-network', 'packages/console'];
 
 /**
  * A second install of the built server in `dir`, as a deployment would have it: the root

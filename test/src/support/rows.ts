@@ -16,6 +16,7 @@ export const REQUEST_TABLES = [
   'handbook_leads',
   'verifications',
   'receipts',
+  'console_sessions',
 ] as const;
 
 /** The number of rows of each table, to compare before and after. */

@@ -55,6 +55,8 @@ export interface Settings {
   overrideTtlSeconds: number;
   /** The transparency log's origin, the first line of its checkpoints (SVC_LOG_ORIGIN). */
   logOrigin: string;
+  /** SVC_COOKIE_SECURE: the console's session cookie is `Secure` even over plain HTTP (TLS ends at a proxy in front). */
+  cookieSecure: boolean;
   /** The Prometheus metrics listener (SVC_METRICS_HOST:SVC_METRICS_PORT); off when SVC_METRICS_PORT is unset. */
   metrics?: { host: string; port: number };
   /** SVC_PUBLIC_URL: the service's address as people reach it (links in notifications); default http://SVC_HOST:SVC_PORT. */
@@ -346,6 +348,7 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
     overrideTtlSeconds: int(env, 'SVC_OVERRIDE_TTL_SECONDS', DEFAULTS.overrideTtlSeconds, 1, 30 * 86_400),
     logOrigin: logOrigin(env, issuerName),
+    cookieSecure: bool(env, 'SVC_COOKIE_SECURE', false),
     metrics: metrics(env),
     publicUrl: publicUrl(env, host, port),
     notifications: notifications(env),

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory } from '@ets/domain';
+import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory, type SessionKeys } from '@ets/domain';
 import { ConfigError } from '../config/settings.js';
 import { writeFileAtomic } from '../write-file-atomic.js';
 
@@ -84,15 +84,19 @@ export class ApiKeyFile {
   }
 }
 
+const keyRefOfHash = (keyHash: Buffer): string => createHash('sha256').update('ets-console-key-ref:').update(keyHash).digest('hex');
+
 /**
  * Resolves bearer keys. Every configured hash is compared with timingSafeEqual, without stopping
  * at the first match, so the time taken does not tell which (or whether a) key matched.
  */
-export class ApiKeyDirectory implements CallerDirectory, ApproverDirectory {
+export class ApiKeyDirectory implements CallerDirectory, ApproverDirectory, SessionKeys {
   private readonly entries: { hash: Buffer; caller: Caller }[];
+  private readonly byKeyRef: Map<string, Caller>;
 
   constructor(records: readonly ApiKeyRecord[]) {
     this.entries = records.map((r) => ({ hash: Buffer.from(r.keyHash, 'hex'), caller: callerFromKeyRecord(r) }));
+    this.byKeyRef = new Map(this.entries.map((e) => [keyRefOfHash(e.hash), e.caller]));
   }
 
   get size(): number {
@@ -106,6 +110,20 @@ export class ApiKeyDirectory implements CallerDirectory, ApproverDirectory {
       if (timingSafeEqual(e.hash, presented) && !found) found = e.caller;
     }
     return found;
+  }
+
+  /**
+   * The reference a console session keeps of the key that signed in: a hash of the key's stored
+   * hash, so the session table holds neither the key nor anything the key file holds.
+   */
+  keyRefOf(rawKey: string): string | undefined {
+    const ref = keyRefOfHash(createHash('sha256').update(rawKey, 'utf8').digest());
+    return this.byKeyRef.has(ref) ? ref : undefined;
+  }
+
+  /** The caller of a session's key, while that key is configured. */
+  callerOfKeyRef(keyRef: string): Caller | undefined {
+    return this.byKeyRef.get(keyRef);
   }
 
   /** The step-up keys of a verified human (USER keys with a step-up key): who may sign approvals. */

@@ -2,6 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError, type AuthenticationAudit, type Caller, type CallerDirectory, type PendingAuthEvent } from '@ets/domain';
 import { AUTHENTICATION_REQUIRED } from '../http-errors.js';
 import { headerCount } from './raw-headers.js';
+import { checkCsrf, sessionIdOf, type SessionResolver } from './session-cookie.js';
 
 // The scheme name is case-insensitive (RFC 9110 11.1); the key is one token of visible ASCII.
 export const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/i;
@@ -35,6 +36,12 @@ export interface AuthenticationOptions {
   failureLimit?: FailedAuthenticationLimit;
   /** Told of every failed attempt after it is audited (profile A records it as a security event). */
   onFailure?: (attempt: { method: string; route: string }) => Promise<void>;
+  /**
+   * The console's sessions: a request without `Authorization` that sends the `ets_session` cookie
+   * is authenticated by it, as the key that signed in (an unknown or expired session is a failed
+   * authentication like an unknown key); a write so made needs the CSRF token too.
+   */
+  sessions?: SessionResolver;
 }
 
 export const routeOf = (req: Request): string => (req.route as { path?: string } | undefined)?.path ?? req.path;
@@ -49,11 +56,20 @@ export async function refuseAuthentication(
   res: Response,
   next: NextFunction,
 ): Promise<void> {
+  next(await failedAuthentication(options, req, res));
+}
+
+/** The same, as the error to answer with (429 or 401), for a handler that authenticates by itself (console sign-in). */
+export async function failedAuthentication(
+  options: Pick<AuthenticationOptions, 'audit' | 'onFailure' | 'failureLimit'>,
+  req: Request,
+  res: Response,
+): Promise<DomainError> {
   const refused = await options.failureLimit?.countFailure(req, res);
-  if (refused) return next(refused);
+  if (refused) return refused;
   await options.audit.record({ callerId: null, method: req.method, route: routeOf(req), outcome: 'FAILURE' });
   await options.onFailure?.({ method: req.method, route: routeOf(req) });
-  next(new DomainError('unauthenticated', AUTHENTICATION_REQUIRED));
+  return new DomainError('unauthenticated', AUTHENTICATION_REQUIRED);
 }
 
 /** Records a successful authentication (after the per-caller limit, so a refused request is never audited as served). */
@@ -94,6 +110,15 @@ export function bearerAuthentication(options: AuthenticationOptions): Authentica
   return {
     ...(prepare ? { prepareAudit: prepareAuditSuccess({ prepare: prepare.bind(options.audit) }) } : {}),
     identify: async (req: Request, res: Response, next: NextFunction) => {
+      const sessionId = options.sessions && headerCount(req, 'authorization') === 0 ? sessionIdOf(req) : undefined;
+      if (sessionId !== undefined) {
+        const session = await options.sessions!.resolve(sessionId);
+        if (!session) return refuseAuthentication(options, req, res, next);
+        checkCsrf(req, session);
+        res.locals.caller = session.caller;
+        res.locals.session = { id: sessionId, expiresAt: session.expiresAt, csrfToken: session.csrfToken } satisfies RequestSession;
+        return next();
+      }
       const key = presentedKey(req);
       const caller = key === undefined ? undefined : options.directory.authenticate(key);
       if (!caller) return refuseAuthentication(options, req, res, next);
@@ -132,6 +157,16 @@ export function noAuthentication(): Authentication {
     audit: (_req, _res, next) => next(),
   };
 }
+
+/** The console session a request was authenticated by. */
+export interface RequestSession {
+  id: string;
+  expiresAt: string;
+  csrfToken: string;
+}
+
+/** The console session a request was authenticated by, if it was (not a bearer key). */
+export const sessionOf = (res: Response): RequestSession | undefined => res.locals.session as RequestSession | undefined;
 
 /** The authenticated caller of a keyed route. */
 export function callerOf(res: Response): Caller {

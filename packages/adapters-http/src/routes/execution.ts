@@ -11,6 +11,7 @@ import {
   type IntentState,
   type SignatureVerifier,
   type StoredIntent,
+  type TransactionSearch,
 } from '@ets/domain';
 import type { Response } from 'express';
 import { callerOf, pendingAuditOf } from '../middleware/authenticate.js';
@@ -19,12 +20,15 @@ import type { RouteModule } from '../route-table.js';
 import { jsonWithTexts, sendJsonText, streamTextPage } from './json-text.js';
 import { readPaging } from './paging.js';
 import { idParam } from './id-param.js';
+import { readClaimQuery } from './transaction-query.js';
 
 export interface ExecutionRoutesDeps {
   service: ExecutionService;
   /** Stores a request's authentication event when the pipeline did not (see RouteOptions.auditInPipeline). */
   audit: Pick<AuthenticationAudit, 'settle'>;
   store: ExecutionStore;
+  /** `GET /transactions` with filters (the console's records page). */
+  search: TransactionSearch;
   verifier: SignatureVerifier;
   clock: { now(): Date };
 }
@@ -80,7 +84,7 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
 
   t.get('/transactions', { auth: 'key' }, async (req, res) => {
     const { page, pageSize } = readPaging(req.query);
-    res.json(await deps.store.listClaims(readScope(res), page, pageSize));
+    res.json(await deps.search.findClaims(readClaimQuery(req.query), readScope(res), page, pageSize));
   });
 
   t.get('/transactions/:id', { auth: 'key', heavyRead: true }, async (req, res) => {

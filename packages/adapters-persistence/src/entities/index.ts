@@ -5,9 +5,10 @@ import { PendingChangeEntity, PolicyVersionEntity, StepUpNonceEntity } from './g
 import { EXECUTION_ENTITY_SCHEMAS } from './execution.js';
 import { ExternalConnectorEntity } from './external-connector.js';
 import { PublishedSigningKeyEntity } from './published-signing-key.js';
+import { ConsoleSessionEntity } from './console-session.js';
 import { AuthorityGrantEntity, SignalSourceEntity, SingleUseIdEntity } from './business-validation.js';
 
-export { AuthorityGrantEntity, SignalSourceEntity, SingleUseIdEntity };
+export { AuthorityGrantEntity, ConsoleSessionEntity, SignalSourceEntity, SingleUseIdEntity };
 export type { AuthorityGrantRow, SignalSourceRow, SingleUseIdRow } from './business-validation.js';
 export { AuditEventEntity, ExternalConnectorEntity, HandbookLeadEntity, PendingChangeEntity, PolicyVersionEntity, PublishedSigningKeyEntity, StepUpNonceEntity };
 export type { ExternalConnectorRow } from './external-connector.js';
@@ -18,4 +19,4 @@ export type { PublishedSigningKeyRow } from './published-signing-key.js';
 export * from './execution.js';
 
 /** ORM mappings live here, at the edge; domain objects carry no decorators. */
-export const ENTITY_SCHEMAS: EntitySchema<any>[] = [AuditEventEntity, HandbookLeadEntity, PendingChangeEntity, StepUpNonceEntity, PolicyVersionEntity, PublishedSigningKeyEntity, ...EXECUTION_ENTITY_SCHEMAS, ExternalConnectorEntity, SignalSourceEntity, AuthorityGrantEntity, SingleUseIdEntity];
+export const ENTITY_SCHEMAS: EntitySchema<any>[] = [AuditEventEntity, HandbookLeadEntity, PendingChangeEntity, StepUpNonceEntity, PolicyVersionEntity, PublishedSigningKeyEntity, ...EXECUTION_ENTITY_SCHEMAS, ExternalConnectorEntity, SignalSourceEntity, AuthorityGrantEntity, SingleUseIdEntity, ConsoleSessionEntity];

@@ -13,6 +13,7 @@ import { TransparencyLog1763684700000 } from './0016-transparency-log.js';
 import { DecisionInputs1763684800000 } from './0017-decision-inputs.js';
 import { PendingItemNotices1763684900000 } from './0018-pending-item-notices.js';
 import { HeldTransactions1763685000000 } from './0019-held-transactions.js';
+import { ConsoleSessions1763685200000 } from './0020-console-sessions.js';
 
 /** Every migration, in order. New features append here; an applied migration never changes. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   DecisionInputs1763684800000,
   PendingItemNotices1763684900000,
   HeldTransactions1763685000000,
+  ConsoleSessions1763685200000,
 ];

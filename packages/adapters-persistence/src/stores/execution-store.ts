@@ -17,6 +17,7 @@ import {
   INTENT_IN_FLIGHT_LEASE_MS,
   type AuthEvent,
   type ChainHead,
+  type ClaimQuery,
   type CompletedRelease,
   type DecidedTransaction,
   type HeldApproval,
@@ -39,6 +40,7 @@ import {
   type StoredIntent,
   type TextPage,
   type TransactionClaim,
+  type TransactionSearch,
 } from '@ets/domain';
 
 /**
@@ -420,7 +422,7 @@ const INTENT_SELECT = 'SELECT state, intent, status_detail, updated_at, in_fligh
  * caller, kept on `trust_records` and `execution_intents` for their indexed lists), so another
  * caller's row is not found.
  */
-export class TypeOrmExecutionStore implements ExecutionStore {
+export class TypeOrmExecutionStore implements ExecutionStore, TransactionSearch {
   private readonly pg: boolean;
   private readonly q: CommonSql;
   private readonly leaseMs: number;
@@ -746,8 +748,22 @@ export class TypeOrmExecutionStore implements ExecutionStore {
 
   /** Newest first; pages start at 1. */
   async listClaims(scope: ReadScope, page: number, pageSize: number): Promise<Page<TransactionClaim>> {
+    return this.findClaims({}, scope, page, pageSize);
+  }
+
+  /**
+   * Newest first, of the given caller, outcome and creation times (both bounds included); the
+   * caller condition uses the (caller_id, created_at) index, the others narrow its rows.
+   */
+  async findClaims(query: ClaimQuery, scope: ReadScope, page: number, pageSize: number): Promise<Page<TransactionClaim>> {
     checkPage(page, pageSize);
-    const w = where(inScope(scope, 'caller_id'));
+    const w = where(
+      inScope(scope, 'caller_id'),
+      given('caller_id = ?', query.callerId),
+      given('outcome = ?', query.outcome),
+      given('created_at >= ?', query.from),
+      given('created_at <= ?', query.to),
+    );
     const [rows, total] = await Promise.all([
       this.read<ClaimRow>(`${CLAIM_SELECT}${w.sql} ORDER BY created_at DESC, business_transaction_id DESC LIMIT ? OFFSET ?`, [...w.params, ...limitOffset(page, pageSize)]),
       this.count('business_transactions', w),

@@ -439,6 +439,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The approvers' console (HTML)
+         * @description The web page where people review, preview and decide what waits for them: every pending
+         *     policy, connector, source, grant and MCP-server change and every held transaction, newest
+         *     first with its deadline; a policy change as a diff against the version in effect with its
+         *     impact preview; approvals and rejections signed in the page (WebCrypto Ed25519, from the
+         *     approver's PKCS#8 key file, which never leaves the page); records found and verified in the
+         *     browser; the transparency log's checkpoint checked against the one this browser saw last.
+         *
+         *     Every script and style comes from `/console/assets/` (air-gapped), under
+         *     `Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self';
+         *     connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self';
+         *     frame-ancestors 'none'` (no inline script or style). Sign in with a USER key
+         *     (`POST /console/session`); the key itself is never kept in the browser.
+         */
+        get: operations["getConsole"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/assets/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A script or style sheet of the console
+         * @description File names carry a hash of their content, so each is cached for a year (`immutable`).
+         */
+        get: operations["getConsoleAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This browser's console session, with its CSRF token
+         * @description For a page loaded again (reload, new tab): the caller, CSRF token and idle expiry of the session whose cookie the request sends. Another site cannot read it (same-origin policy; the cookie is `SameSite=Strict`). Public, so that asking without a session is no failed authentication; a cookie that names no live session (expired, signed out, made up) is one: audited, counted against the address's failed-authentication limit, answered `401`, and the cookie is cleared.
+         */
+        get: operations["getConsoleSession"];
+        put?: never;
+        /**
+         * Sign in to the console with a USER key
+         * @description Trades a USER key for a session: sets the cookie `ets_session` (`HttpOnly`, `SameSite=Strict`,
+         *     `Path=/`; `Secure` over TLS, or always with `SVC_COOKIE_SECURE=true`) and answers the
+         *     session's CSRF token. The cookie then authenticates every keyed route as that key (security
+         *     scheme `consoleSession`); a write made with it needs `x-csrf-token: <csrfToken>`. A session
+         *     ends after 30 minutes without a request, 12 hours after sign-in, at sign-out, or when its key
+         *     is removed. Sessions are kept in the database (only a hash of the session id), so a session
+         *     works on every instance sharing it. A wrong key is a failed authentication like any other
+         *     (audited, counted against the address's failed-authentication limit).
+         */
+        post: operations["signInToConsole"];
+        /**
+         * Sign out of the console
+         * @description Ends the session of the request's cookie at once, on every instance, and clears the cookie. Needs `x-csrf-token` like every write made with the cookie.
+         */
+        delete: operations["signOutOfConsole"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.yaml": {
         parameters: {
             query?: never;
@@ -521,8 +607,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List business transactions, newest first
-         * @description A `USER` key lists every caller's transactions; any other key its own caller's only (`total` counts those).
+         * List and find business transactions, newest first
+         * @description A `USER` key lists every caller's transactions; any other key its own caller's only (`total` counts those). The filters narrow the list (all of those given hold); to find one transaction by its id, `GET /transactions/{id}`.
          */
         get: operations["listTransactions"];
         put?: never;
@@ -2141,6 +2227,16 @@ export interface components {
             /** @description Base64 Ed25519 over the RFC 8785 canonical JSON of `payload`, with the approver's step-up key. */
             signature: string;
         };
+        ConsoleSession: {
+            callerId: string;
+            /** @description Send it as `x-csrf-token` with every write made with the cookie. Keep it in the page's memory only. */
+            csrfToken: string;
+            /**
+             * Format: date-time
+             * @description When the session ends unless used again before (idle expiry, 30 minutes, moved forward as it is used).
+             */
+            expiresAt: string;
+        };
         TransactionClaim: {
             businessTransactionId: string;
             callerId: string;
@@ -2470,6 +2566,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description `CSRF_TOKEN_INVALID`: the request was authenticated by the console's session cookie (`ets_session`) and changes something, but its `x-csrf-token` header is missing or not the session's token (`POST /console/session`, `GET /console/session`). */
+        CsrfRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The key failed, and the client address has had more than `RATE_LIMIT_AUTH_FAILURE_PER_MINUTE` failed authentications in the current minute (counted across instances when `SVC_REDIS_URL` is set): `{"error":"Rate limit exceeded. Try again later.","code":"RATE_LIMITED"}` with `Retry-After`. Answered instead of `401`, and neither signed nor stored. A valid key is never refused by this limit. */
         AuthFailureLimited: {
             headers: {
@@ -2592,6 +2697,7 @@ export interface operations {
             };
             400: components["responses"]["AttestationBadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description `Policy '<id>' version '<v>' was not found.` (no code); `Signals do not match the policy's signalsSchema: …` naming each signal (no code); `EXECUTION_ID_REPLAYED`: the `executionId` was attested before (recorded as a security event). */
@@ -2643,6 +2749,7 @@ export interface operations {
             };
             400: components["responses"]["AttestationBadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["AuthFailureLimited"];
@@ -2717,6 +2824,7 @@ export interface operations {
             };
             400: components["responses"]["AttestationBadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["PolicyUnprocessable"];
@@ -2764,6 +2872,7 @@ export interface operations {
             };
             400: components["responses"]["AttestationBadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["PolicyUnprocessable"];
@@ -2813,6 +2922,7 @@ export interface operations {
             };
             400: components["responses"]["AttestationBadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             /** @description `No pending override for this executionId.` (no code): no such execution, or it never needed an override. */
             404: {
                 headers: {
@@ -2879,6 +2989,7 @@ export interface operations {
             };
             400: components["responses"]["AttestationBadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["AuthFailureLimited"];
@@ -3656,6 +3767,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             /** @description Not in sandbox mode: `{"error":"Not found."}`. */
             404: {
                 headers: {
@@ -3668,6 +3780,235 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page (`Cache-Control: no-store`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["InputRefused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description The console is not built (a checkout without `npm run build`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getConsoleAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A file the console page names. */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                    "text/css": string;
+                };
+            };
+            400: components["responses"]["InputRefused"];
+            /** @description No such file. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["StorageUnavailable"];
+        };
+    };
+    getConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            400: components["responses"]["InputRefused"];
+            /** @description The cookie names no live session: `{"error":"authentication required"}`; the cookie is cleared. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request sends no session cookie. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description `AUDIT_UNAVAILABLE`: the authentication could not be audited. `STORAGE_UNAVAILABLE`: no database connection could be had in time. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    signInToConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The USER key (`pk_…`): sent once, never stored. */
+                    apiKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in; the cookie is set. */
+            201: {
+                headers: {
+                    /** @description `ets_session=<session id>; Path=/; HttpOnly; SameSite=Strict` (and `Secure`). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            /** @description The body is not `{"apiKey": "<key>"}`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key is unknown: `{"error":"authentication required"}`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `NON_HUMAN_CALLER_DENIED`: the key is not a USER key (only people decide). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description `AUDIT_UNAVAILABLE`: the authentication could not be audited. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    signOutOfConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; the cookie no longer authenticates anything. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InputRefused"];
+            401: components["responses"]["Unauthenticated"];
+            /** @description `CSRF_TOKEN_INVALID`: no or another `x-csrf-token`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request was authenticated by a bearer key, not a console session. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["AuthFailureLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -3784,6 +4125,14 @@ export interface operations {
     listTransactions: {
         parameters: {
             query?: {
+                /** @description Only the transactions of this caller (exact). */
+                callerId?: string;
+                /** @description Only transactions with this outcome. */
+                outcome?: "REFUSED" | "RECORDED" | "EXECUTING" | "EXECUTED";
+                /** @description Only transactions created at or after this time: an RFC 3339 date-time, or a date (`2026-03-01`, from 00:00:00.000 UTC). */
+                from?: string;
+                /** @description Only transactions created at or before this time: an RFC 3339 date-time, or a date (`2026-03-01`, up to 23:59:59.999 UTC). */
+                to?: string;
                 /** @description Whole number from 1 (default 1). */
                 page?: components["parameters"]["Page"];
                 /** @description Whole number 1 to 100 (default 20). */
@@ -3804,7 +4153,7 @@ export interface operations {
                     "application/json": components["schemas"]["TransactionPage"];
                 };
             };
-            /** @description Paging error: `page` or `pageSize` not whole numbers, or `pageSize` above 100. */
+            /** @description Paging error: `page` or `pageSize` not whole numbers, or `pageSize` above 100. A filter given twice or empty, an unknown `outcome`, a `from` or `to` that is not a real date-time or date, or `from` later than `to`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4703,6 +5052,15 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            /** @description As `#/components/responses/CsrfRefused`, rendered as this operation's error body. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationResult"];
+                };
+            };
             /** @description `{"valid":false,"errors":["Policy '<name>' version '<version>' was not found."]}`. */
             404: {
                 headers: {
@@ -5365,6 +5723,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             404: components["responses"]["RecordNotFoundCoded"];
             /** @description `RECEIPT_GENERATION_FAILED`: the record must be verified first (no Verification, the latest is not `VERIFIED` or does not verify, or the record changed since it was verified). */
             409: {
@@ -5422,6 +5781,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["CsrfRefused"];
             404: components["responses"]["RecordNotFoundCoded"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

@@ -52,7 +52,8 @@ export type ErrorCode =
   | 'NO_MATCHING_RULE'
   | 'INVARIANT_VIOLATION'
   | 'APPROVAL_INVALID'
-  | 'SELF_GRANT_DENIED';
+  | 'SELF_GRANT_DENIED'
+  | 'CSRF_TOKEN_INVALID';
 
 export class DomainError extends Error {
   override readonly name = 'DomainError';
