@@ -22,3 +22,4 @@ export * from './authority/index.js';
 export * from './approvals/index.js';
 export * from './transparency/index.js';
 export * from './attestation/index.js';
+export * from './mcp/index.js';

@@ -7,6 +7,7 @@ import { changeViewBase, changeViewDecision, readProposalFields } from '../gover
 import { readEndpoint } from '../egress/endpoint.js';
 import { CAPABILITY_MAX_LENGTH, CAPABILITY_PATTERN } from '../execution/transaction-request.js';
 import { namespaceOf } from '../execution/connectors.js';
+import { isMcpNamespace, MCP_NAMESPACE_PREFIX } from '../mcp/names.js';
 import { POLICY_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
 
@@ -101,17 +102,14 @@ export function readProposal(input: unknown, reservedNamespaces: readonly string
 
   const endpoint = readEndpoint(body.endpoint);
   if (!endpoint.ok) throw invalid(`endpoint ${endpoint.problem}`);
-  if (typeof body.policyName !== 'string' || !POLICY_NAME.test(body.policyName)) {
-    throw invalid(`policyName must be a policy name matching ${POLICY_NAME_PATTERN}.`);
-  }
   return {
     kind,
     payload: {
       capability,
       endpoint: endpoint.endpoint.url,
-      policyName: body.policyName,
+      policyName: readPolicyName(body.policyName),
       forwardedParameters: readForwardedParameters(body.forwardedParameters),
-      timeoutMs: readTimeout(body.timeoutMs),
+      timeoutMs: readConnectorTimeout(body.timeoutMs),
     },
   };
 }
@@ -122,6 +120,13 @@ function readCapability(value: unknown, reserved: readonly string[]): string {
   if (!CAPABILITY_PATTERN.test(value)) throw invalid(`capability must be namespace:verb, matching ${CAPABILITY_PATTERN.source}.`);
   const namespace = namespaceOf(value);
   if (reserved.includes(namespace)) throw invalid(`capability must not be in the namespace '${namespace}': it is reserved (${reserved.join(', ')}).`);
+  if (isMcpNamespace(namespace)) throw invalid(`capability must not be in a namespace starting with '${MCP_NAMESPACE_PREFIX}': those are the MCP servers' (POST /mcp-servers/changes).`);
+  return value;
+}
+
+/** The policy that decides a registration's requests (spec 2.5: pattern, at most 128 characters). */
+export function readPolicyName(value: unknown): string {
+  if (typeof value !== 'string' || !POLICY_NAME.test(value)) throw invalid(`policyName must be a policy name matching ${POLICY_NAME_PATTERN}.`);
   return value;
 }
 
@@ -139,7 +144,8 @@ function readForwardedParameters(value: unknown): string[] {
   return value as string[];
 }
 
-function readTimeout(value: unknown): number {
+/** How long a release waits for its answer (spec 2.5, 8): 1000 to 30000 ms, default 10000. */
+export function readConnectorTimeout(value: unknown): number {
   if (value === undefined) return CONNECTOR_TIMEOUT_MS.default;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < CONNECTOR_TIMEOUT_MS.min || value > CONNECTOR_TIMEOUT_MS.max) {
     throw invalid(`timeoutMs must be a whole number of milliseconds from ${CONNECTOR_TIMEOUT_MS.min} to ${CONNECTOR_TIMEOUT_MS.max} (default ${CONNECTOR_TIMEOUT_MS.default}).`);

@@ -2,6 +2,7 @@ import { namespaceOf, type Connector, type ConnectorRegistry } from '../executio
 import { ExternalConnector, type ExternalReleaseDeps } from './release.js';
 import type { ExternalConnectorStore } from './ports.js';
 import { RESERVED_NAMESPACES } from './registration.js';
+import { isMcpNamespace } from '../mcp/names.js';
 
 /**
  * The pipeline's connectors: the built-in ones by namespace, then the active external
@@ -24,7 +25,9 @@ export class GovernedConnectorRegistry implements ConnectorRegistry {
   async find(action: string): Promise<Connector | undefined> {
     const namespace = namespaceOf(action);
     const builtIn = this.builtIns.get(namespace);
-    if (builtIn || this.reservedNamespaces.includes(namespace)) return builtIn;
+    // The `mcp-` namespaces are the MCP servers' (McpConnectorRegistry): a registration there, made
+    // before the prefix was reserved, is never released to.
+    if (builtIn || this.reservedNamespaces.includes(namespace) || isMcpNamespace(namespace)) return builtIn;
     const registration = await this.registrations.active(action);
     return registration && new ExternalConnector(registration, this.release);
   }

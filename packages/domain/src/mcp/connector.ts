@@ -1,0 +1,96 @@
+/**
+ * The release of an MCP tool call: the pipeline's connector for the actions `mcp-<server>:<verb>`.
+ * It releases to the upstream server through the McpUpstreams port and reads what came back as
+ * the pipeline's connector phases: nothing sent → `before-send`; a timeout, a crash or anything
+ * else after sending → `outcome-unknown` (never retried); an answer → the executed call, its
+ * `CallToolResult` the recorded result (an upstream `isError: true` result too: the upstream ran
+ * the call and said how it went).
+ */
+import type { Clock } from '../ports/clock.js';
+import { ConnectorError, type Connector, type ConnectorRegistry, type ReleaseRequest } from '../execution/connectors.js';
+import type { InputSchemas } from './input-schema.js';
+import { mcpNamespace, serverOfAction } from './names.js';
+import type { McpServerStore, McpUpstreams } from './ports.js';
+import type { McpServerRegistration } from './registration.js';
+import type { McpToolCatalog } from './tool-catalog.js';
+
+export interface McpReleaseDeps {
+  servers: Pick<McpServerStore, 'active'>;
+  catalog: Pick<McpToolCatalog, 'byAction'>;
+  upstreams: Pick<McpUpstreams, 'callTool'>;
+  schemas: Pick<InputSchemas, 'check'>;
+  clock: Clock;
+}
+
+/** The connector of one active MCP server. */
+export class McpConnector implements Connector {
+  readonly namespace: string;
+  readonly policyName: string;
+
+  constructor(
+    private readonly registration: McpServerRegistration,
+    private readonly deps: McpReleaseDeps,
+  ) {
+    this.namespace = mcpNamespace(registration.name);
+    this.policyName = registration.policyName;
+  }
+
+  async release(request: ReleaseRequest): Promise<{ result: unknown }> {
+    const { deps } = this;
+    // It may have been revoked since the request was decided: then nothing may be sent.
+    let current: McpServerRegistration | undefined;
+    try {
+      current = await deps.servers.active(this.registration.name);
+    } catch (e) {
+      throw new ConnectorError('before-send', 'The MCP server registration could not be read again before release; nothing was sent.', { cause: e });
+    }
+    if (current?.registrationId !== this.registration.registrationId) {
+      throw new ConnectorError('before-send', `The MCP server '${this.registration.name}' was revoked before release; nothing was sent.`);
+    }
+    const now = deps.clock.now().getTime();
+    for (const c of request.conditions) {
+      if (!(Date.parse(c.validUntil) > now)) throw new ConnectorError('conditions-not-met', `The fact '${c.signal}' held only until ${c.validUntil}.`);
+    }
+    // The tool the action names now, with the checks of the gateway's `tools/call` again: the same
+    // action may come through `POST /execute`, which knows nothing of the tool's schema.
+    const tool = await deps.catalog.byAction(current, request.action);
+    if (!tool) throw new ConnectorError('before-send', `The MCP server '${current.name}' offers no tool for '${request.action}' now; nothing was sent.`);
+    const problems = deps.schemas.check(tool.inputSchema, request.parameters);
+    if (problems) throw new ConnectorError('before-send', `The parameters do not match the input schema of '${tool.gatewayName}' (${problems.join('; ')}); nothing was sent.`);
+    const answer = await deps.upstreams.callTool(current, { tool: tool.name, arguments: request.parameters, timeoutMs: current.timeoutMs });
+    if (answer.outcome === 'not-sent') throw new ConnectorError('before-send', `Nothing was sent to the MCP server '${current.name}': ${answer.message}.`);
+    if (answer.outcome === 'unknown') {
+      throw new ConnectorError('outcome-unknown', `The call was sent to the MCP server '${current.name}'; its outcome is unknown (${answer.reason}): ${answer.message}.`);
+    }
+    return { result: answer.result };
+  }
+}
+
+/** The pipeline's connectors for `mcp-<server>:…` actions: the server's active registration. */
+export class McpConnectorRegistry implements ConnectorRegistry {
+  constructor(private readonly deps: McpReleaseDeps) {}
+
+  async find(action: string): Promise<Connector | undefined> {
+    const server = serverOfAction(action);
+    if (server === undefined) return undefined;
+    const registration = await this.deps.servers.active(server);
+    return registration && new McpConnector(registration, this.deps);
+  }
+}
+
+/**
+ * Connector registries asked in order; the first that has a connector for the action serves it
+ * (the composition root chains the MCP servers' with the built-in and external connectors'). The
+ * namespaces of each are disjoint (`mcp-` is reserved), so the order only saves lookups.
+ */
+export class ChainedConnectorRegistry implements ConnectorRegistry {
+  constructor(private readonly registries: readonly ConnectorRegistry[]) {}
+
+  async find(action: string): Promise<Connector | undefined> {
+    for (const registry of this.registries) {
+      const found = await registry.find(action);
+      if (found) return found;
+    }
+    return undefined;
+  }
+}
