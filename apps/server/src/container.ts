@@ -16,6 +16,7 @@ import {
   TypeOrmSignalSourceStore,
   TypeOrmAuthorityGrantStore,
   TypeOrmSingleUseLedger,
+  TypeOrmMcpServerStore,
 } from '@ets/adapters-persistence';
 import {
   Ed25519SourceProofs,
@@ -41,6 +42,7 @@ import {
   isAuthDisabled,
   createRateLimiters,
   handbookRoutes,
+  mcpRoutes,
   type RateLimiters,
   docsRoutes,
   identityRoutes,
@@ -103,10 +105,19 @@ import {
   type ReceiptStore,
   type TransparencyLog,
   type VerificationStore,
+  ChainedConnectorRegistry,
+  InputSchemas,
+  McpConnectorRegistry,
+  McpServerGovernance,
+  McpToolCalls,
+  McpToolCatalog,
+  type ConnectorRegistry,
+  type McpServerStore,
+  type McpUpstreams,
 } from '@ets/domain';
 import type { Settings } from './config/settings.js';
 import { ApiKeyDirectory } from './keys/api-keys.js';
-import { HttpsEgress, SandboxConnector } from '@ets/adapters-connectors';
+import { HttpsEgress, McpUpstreamPool, SandboxConnector } from '@ets/adapters-connectors';
 import { sandboxPipelineHooks } from './runtime/sandbox-hooks.js';
 import { sandboxJournal } from './runtime/sandbox-journal.js';
 import { TOKENS } from './tokens.js';
@@ -164,9 +175,12 @@ export function buildContainer(res: OpenedResources): Container {
   c.bind<PolicyStore>(TOKENS.PolicyStore).toDynamicValue((ctx) => timedStore('policies', new TypeOrmPolicyStore(get(ctx, TOKENS.DataSource))));
   c.bind<PendingChangeStore>(TOKENS.PendingChangeStore).toDynamicValue((ctx) => timedStore('pending-changes', new TypeOrmPendingChangeStore(get(ctx, TOKENS.DataSource))));
   c.bind<StepUpSignatureVerifier>(TOKENS.StepUpSignatureVerifier).toConstantValue(new Ed25519StepUpVerifier());
-  c.bind<Egress>(TOKENS.Egress).toDynamicValue((ctx) => {
+  c.bind<HttpsEgress>(TOKENS.HttpsEgress).toDynamicValue((ctx) => {
     const { egress } = get<Settings>(ctx, TOKENS.Settings);
-    const https = new HttpsEgress({ dnsServers: egress.dnsServers, allowCidrs: egress.allowCidrs, extraCaPem: egress.extraCa?.pem });
+    return new HttpsEgress({ dnsServers: egress.dnsServers, allowCidrs: egress.allowCidrs, extraCaPem: egress.extraCa?.pem });
+  });
+  c.bind<Egress>(TOKENS.Egress).toDynamicValue((ctx) => {
+    const https = get<HttpsEgress>(ctx, TOKENS.HttpsEgress);
     return m ? m.egress(https) : https;
   });
 
@@ -223,6 +237,7 @@ export function buildContainer(res: OpenedResources): Container {
       }),
   );
   bindBusinessValidation(c, res);
+  bindMcpGateway(c);
   c.bind<ExecutionService>(TOKENS.ExecutionService).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     return new ExecutionService({
@@ -232,7 +247,8 @@ export function buildContainer(res: OpenedResources): Container {
       clock: get(ctx, TOKENS.Clock),
       ids: get(ctx, TOKENS.IdGenerator),
       policies: get(ctx, TOKENS.PolicyCatalog),
-      connectors: get(ctx, TOKENS.ConnectorRegistry),
+      // The MCP servers' connectors, then the built-in and external ones (their namespaces are disjoint).
+      connectors: new ChainedConnectorRegistry([get<ConnectorRegistry>(ctx, TOKENS.McpConnectorRegistry), get<ConnectorRegistry>(ctx, TOKENS.ConnectorRegistry)]),
       hooks: settings.sandbox ? sandboxPipelineHooks() : undefined,
       sources: get(ctx, TOKENS.SignalSourceClient),
       grants: get(ctx, TOKENS.AuthorityGrantStore),
@@ -294,6 +310,11 @@ export function buildContainer(res: OpenedResources): Container {
       signingKeyRoutes(get<ServiceSigningKeys>(ctx, TOKENS.SigningKeys)),
       policyRoutes({ policies: get(ctx, TOKENS.PolicyService), governance: get(ctx, TOKENS.PolicyGovernance) }),
       externalConnectorRoutes({ governance: get(ctx, TOKENS.ExternalConnectorGovernance) }),
+      mcpRoutes({
+        governance: get(ctx, TOKENS.McpServerGovernance),
+        gateway: { calls: get(ctx, TOKENS.McpToolCalls), logger: get<Logger>(ctx, TOKENS.Logger).child({ component: 'mcp-gateway' }), serverInfo: { name: 'ets', version: get<string>(ctx, TOKENS.BuildId) } },
+        allowedOrigins: settings.mcp.allowedOrigins,
+      }),
       businessValidationRoutes({
         sources: get(ctx, TOKENS.SignalSourceGovernance),
         grants: get(ctx, TOKENS.AuthorityGrantGovernance),
@@ -417,6 +438,62 @@ function bindBusinessValidation(c: Container, res: OpenedResources): void {
         demoApproverPublicKeyPem: res.settings.sandbox ? DEMO_APPROVER_PUBLIC_KEY_PEM : undefined,
       }),
   );
+}
+
+/**
+ * The MCP gateway (CONTRACT "MCP gateway"): upstream servers by maker-checker, their sessions
+ * (the SDK's client over the egress adapter's pinned fetch, or stdio), the tools offered, the
+ * connector of `mcp-<server>:…` actions and the `tools/call` use case.
+ */
+function bindMcpGateway(c: Container): void {
+  c.bind<McpServerStore>(TOKENS.McpServerStore).toDynamicValue((ctx) => new TypeOrmMcpServerStore(get(ctx, TOKENS.DataSource)));
+  c.bind<McpUpstreamPool>(TOKENS.McpUpstreams).toDynamicValue(
+    (ctx) =>
+      new McpUpstreamPool({
+        fetch: get<HttpsEgress>(ctx, TOKENS.HttpsEgress).fetch,
+        stdioServers: get<Settings>(ctx, TOKENS.Settings).mcp.stdioServers,
+        logger: get<Logger>(ctx, TOKENS.Logger).child({ component: 'mcp-upstream' }),
+      }),
+  );
+  c.bind<InputSchemas>(TOKENS.McpInputSchemas).toConstantValue(new InputSchemas());
+  c.bind<McpToolCatalog>(TOKENS.McpToolCatalog).toDynamicValue(
+    (ctx) =>
+      new McpToolCatalog({
+        servers: get(ctx, TOKENS.McpServerStore),
+        upstreams: get<McpUpstreams>(ctx, TOKENS.McpUpstreams),
+        schemas: get(ctx, TOKENS.McpInputSchemas),
+        logger: get<Logger>(ctx, TOKENS.Logger).child({ component: 'mcp-gateway' }),
+      }),
+  );
+  c.bind<McpConnectorRegistry>(TOKENS.McpConnectorRegistry).toDynamicValue(
+    (ctx) =>
+      new McpConnectorRegistry({
+        servers: get(ctx, TOKENS.McpServerStore),
+        catalog: get(ctx, TOKENS.McpToolCatalog),
+        upstreams: get<McpUpstreams>(ctx, TOKENS.McpUpstreams),
+        schemas: get(ctx, TOKENS.McpInputSchemas),
+        clock: get(ctx, TOKENS.Clock),
+      }),
+  );
+  c.bind<McpServerGovernance>(TOKENS.McpServerGovernance).toDynamicValue(
+    (ctx) =>
+      new McpServerGovernance({
+        ...governedKindDeps(ctx),
+        servers: get(ctx, TOKENS.McpServerStore),
+        egress: get(ctx, TOKENS.Egress),
+        stdioServers: [...get<Settings>(ctx, TOKENS.Settings).mcp.stdioServers.keys()],
+      }),
+  );
+  c.bind<McpToolCalls>(TOKENS.McpToolCalls).toDynamicValue((ctx) => {
+    const policies = get<PolicyStore>(ctx, TOKENS.PolicyStore);
+    return new McpToolCalls({
+      catalog: get(ctx, TOKENS.McpToolCatalog),
+      schemas: get(ctx, TOKENS.McpInputSchemas),
+      execution: get(ctx, TOKENS.ExecutionService),
+      policyInEffect: async (name) => (await policies.inEffect()).find((p) => p.name === name)?.version,
+      ids: get(ctx, TOKENS.IdGenerator),
+    });
+  });
 }
 
 /** Profile A: the attestation store, its runtime, and the services of its routes. */

@@ -22,3 +22,5 @@ export * from './routes/transparency-log.js';
 export * from './read-gate.js';
 export * from './middleware/read-scope.js';
 export * from './middleware/observe.js';
+export * from './routes/mcp.js';
+export * from './mcp/gateway-server.js';

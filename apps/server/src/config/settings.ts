@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseCidr, parseDnsServers } from '@ets/adapters-connectors';
+import { parseCidr, parseDnsServers, readStdioServersFile, type StdioServerSpec } from '@ets/adapters-connectors';
 
 /**
  * Every setting of the contract's table (plus a few operational ones), read and validated once at
@@ -53,6 +53,15 @@ export interface Settings {
   logOrigin: string;
   /** The Prometheus metrics listener (SVC_METRICS_HOST:SVC_METRICS_PORT); off when SVC_METRICS_PORT is unset. */
   metrics?: { host: string; port: number };
+  /** The MCP gateway (CONTRACT "MCP gateway"). */
+  mcp: McpSettings;
+}
+
+export interface McpSettings {
+  /** SVC_MCP_STDIO_SERVERS: the operator's stdio servers by name (empty when unset). Their env is never logged. */
+  stdioServers: ReadonlyMap<string, StdioServerSpec>;
+  /** SVC_MCP_ALLOWED_ORIGINS: browser origins that may call `/mcp` (default none: a request with another Origin is 403). */
+  allowedOrigins: string[];
 }
 
 export interface EgressSettings {
@@ -243,6 +252,33 @@ function metrics(env: Env): Settings['metrics'] {
   return { host: listenHost(env, 'SVC_METRICS_HOST', DEFAULTS.metricsHost), port: int(env, 'SVC_METRICS_PORT', 0, 0, 65535) };
 }
 
+function mcp(env: Env, cwd: string): McpSettings {
+  const file = present(env, 'SVC_MCP_STDIO_SERVERS');
+  let stdioServers: ReadonlyMap<string, StdioServerSpec> = new Map();
+  if (file !== undefined) {
+    try {
+      stdioServers = readStdioServersFile(path.resolve(cwd, file));
+    } catch (e) {
+      throw new ConfigError(`Invalid setting SVC_MCP_STDIO_SERVERS=${JSON.stringify(file)}: ${(e as Error).message}.`);
+    }
+  }
+  const origins = present(env, 'SVC_MCP_ALLOWED_ORIGINS');
+  const allowedOrigins = origins === undefined ? [] : origins.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const o of allowedOrigins) {
+    let origin: string | undefined;
+    try {
+      const u = new URL(o);
+      origin = ['http:', 'https:'].includes(u.protocol) ? u.origin : undefined;
+    } catch {
+      origin = undefined;
+    }
+    if (origin === undefined || origin !== o.toLowerCase().replace(/\/$/, '')) {
+      throw new ConfigError(`Invalid setting SVC_MCP_ALLOWED_ORIGINS: ${JSON.stringify(o)} is not an origin; accepted values are origins such as https://app.example.com,http://localhost:6274.`);
+    }
+  }
+  return { stdioServers, allowedOrigins: allowedOrigins.map((o) => o.toLowerCase().replace(/\/$/, '')) };
+}
+
 export function loadSettings(env: Env = process.env, cwd: string = process.cwd()): Settings {
   const dataDir = path.resolve(cwd, present(env, 'SVC_DATA_DIR') ?? DEFAULTS.dataDir);
   const host = listenHost(env, 'SVC_HOST', DEFAULTS.host);
@@ -288,5 +324,6 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
     logOrigin: logOrigin(env, issuerName),
     metrics: metrics(env),
+    mcp: mcp(env, cwd),
   };
 }
