@@ -9,7 +9,8 @@
  * restarted after that back-off without waiting to be needed, and the calls in flight at its death
  * are unknown outcomes. `tools/list` is kept per server and asked again when the upstream says its
  * list changed; a server whose listing fails (or hangs past its timeout) has no tools until it is
- * asked again after its back-off, and holds up no other server.
+ * asked again after its back-off, and holds up no other server. A server's tools outlive its
+ * session: a restarted one is asked for them at once, and meanwhile they are offered as they were.
  */
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -147,9 +148,14 @@ class UpstreamSession {
     }
     this.client = client;
     this.connectedAt = Date.now();
-    // A new session (a restarted process, another instance behind the URL) may offer other tools.
-    this.forgetTools();
     this.log.info({}, 'MCP upstream: session open');
+    // A new session (a restarted process, another instance behind the URL) may offer other tools:
+    // they are asked for again at once, and the tools known so far are offered meanwhile, so that
+    // a restart does not make a server's tools vanish for its callers.
+    if (this.tools) {
+      this.generation++;
+      this.listing ??= this.fetchTools().finally(() => (this.listing = undefined));
+    }
     return client;
   }
 
@@ -157,7 +163,6 @@ class UpstreamSession {
   private lost(client: Client): void {
     if (this.client !== client) return;
     this.client = undefined;
-    this.forgetTools();
     // A session that stayed up for a while starts the back-off afresh; a crash loop doubles it.
     if (Date.now() - this.connectedAt >= this.options.backoff.maxMs) this.failures = 0;
     this.failures++;
@@ -206,10 +211,10 @@ class UpstreamSession {
   }
 
   private async fetchTools(): Promise<UpstreamToolListing> {
-    const generation = this.generation;
     const deadline = Date.now() + this.registration.timeoutMs;
     try {
       const client = await this.connected(deadline);
+      const generation = this.generation;
       const tools: UpstreamTool[] = [];
       let cursor: string | undefined;
       for (let page = 0; page < MAX_LIST_PAGES; page++) {
@@ -223,6 +228,7 @@ class UpstreamSession {
       }
       const kept = Object.freeze(tools);
       this.listFailures = 0;
+      // A listing the upstream said was outdated while it ran is answered, not kept.
       if (generation === this.generation) this.tools = kept;
       return { ok: true, tools: kept };
     } catch (e) {
@@ -273,7 +279,6 @@ class UpstreamSession {
   private drop(client: Client): void {
     if (this.client !== client) return;
     this.client = undefined;
-    this.forgetTools();
     this.closing.add(client);
     void client.close().catch(() => undefined);
   }

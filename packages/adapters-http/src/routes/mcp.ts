@@ -55,6 +55,8 @@ export const mcpRoutes = (deps: McpRoutesDeps): RouteModule => (t) => {
   t.post('/mcp', { auth: 'key', limiter: 'execute', limitedBody: toolCalls, beforeBody }, async (req, res) => {
     // An empty body reaches here as undefined (the body reader's "no body"): not a JSON-RPC message.
     if (req.body === undefined) return jsonRpcError(res, 400, -32700, 'Parse error: the body must be one JSON-RPC message.');
+    // JSON-RPC 2.0: an empty batch is an invalid request (the SDK would accept it as nothing to do).
+    if (Array.isArray(req.body) && req.body.length === 0) return jsonRpcError(res, 400, -32600, 'Invalid Request: an empty batch.');
     await answerMcpPost(deps.gateway, callerOf(res), req, res);
   });
   t.get('/mcp', { auth: 'key', beforeBody }, notAllowed);
