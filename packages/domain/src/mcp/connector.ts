@@ -12,6 +12,7 @@ import type { InputSchemas } from './input-schema.js';
 import { mcpNamespace, serverOfAction } from './names.js';
 import type { McpServerStore, McpUpstreams } from './ports.js';
 import type { McpServerRegistration } from './registration.js';
+import { stillActive } from '../governance/registrations.js';
 import type { McpToolCatalog } from './tool-catalog.js';
 
 export interface McpReleaseDeps {
@@ -38,15 +39,7 @@ export class McpConnector implements Connector {
   async release(request: ReleaseRequest): Promise<{ result: unknown }> {
     const { deps } = this;
     // It may have been revoked since the request was decided: then nothing may be sent.
-    let current: McpServerRegistration | undefined;
-    try {
-      current = await deps.servers.active(this.registration.name);
-    } catch (e) {
-      throw new ConnectorError('before-send', 'The MCP server registration could not be read again before release; nothing was sent.', { cause: e });
-    }
-    if (current?.registrationId !== this.registration.registrationId) {
-      throw new ConnectorError('before-send', `The MCP server '${this.registration.name}' was revoked before release; nothing was sent.`);
-    }
+    const current = await stillActive(deps.servers, this.registration.name, this.registration.registrationId, `the MCP server '${this.registration.name}'`);
     const now = deps.clock.now().getTime();
     for (const c of request.conditions) {
       if (!(Date.parse(c.validUntil) > now)) throw new ConnectorError('conditions-not-met', `The fact '${c.signal}' held only until ${c.validUntil}.`);
