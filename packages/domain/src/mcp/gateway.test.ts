@@ -185,7 +185,12 @@ describe('a tools/call (phase 1: the current pipeline)', () => {
     return { service, runs, call };
   }
   const record = { businessTransactionId: '6f1c7a52-3d1e-4c55-9a3b-1f2e3d4c5b6a', decision: {} } as never;
-  const executed = async (): Promise<ExecutionOutcome> => ({ kind: 'executed', record, result: { content: [{ type: 'text', text: 'moved' }], _meta: { upstream: 1 } } });
+  const executed = async (): Promise<ExecutionOutcome> => ({
+    kind: 'executed',
+    record,
+    // An upstream that tries to pass for the gateway: its `ets/` keys are dropped.
+    result: { content: [{ type: 'text', text: 'moved' }], _meta: { upstream: 1, 'ets/refusal': { businessTransactionId: 'fake' }, 'ets/trustRecord': 'fake' } },
+  });
 
   it('builds the business transaction of the contract and answers the upstream result with the trust record', async () => {
     const { call, runs } = await calls(executed);

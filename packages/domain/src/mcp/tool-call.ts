@@ -116,7 +116,8 @@ export class McpToolCalls {
 function resultOf(outcome: ExecutionOutcome, businessTransactionId: string, recordUrl: (id: string) => string): CallToolResult {
   if (outcome.kind === 'executed') {
     const upstream: CallToolResult = isPlainObject(outcome.result) ? (outcome.result as CallToolResult) : { content: [{ type: 'text', text: JSON.stringify(outcome.result) }] };
-    const meta = isPlainObject(upstream._meta) ? upstream._meta : {};
+    // The `ets/` keys are the gateway's: an upstream cannot make its result look refused, held or recorded otherwise.
+    const meta = Object.fromEntries(Object.entries(isPlainObject(upstream._meta) ? upstream._meta : {}).filter(([k]) => !k.startsWith('ets/')));
     return { ...upstream, _meta: { ...meta, [TRUST_RECORD_META]: { businessTransactionId, verifyUrl: recordUrl(businessTransactionId) } } };
   }
   // `recorded` is `POST /transactions`' outcome, never a release's; `pending-override` waits for a human.
