@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Container } from 'inversify';
 import type { DataSource } from 'typeorm';
 import {
@@ -19,6 +20,7 @@ import {
   TypeOrmRecordedDecisions,
   TypeOrmNoticeOutbox,
   TypeOrmConsoleSessionStore,
+  TypeOrmMcpServerStore,
 } from '@ets/adapters-persistence';
 import {
   Ed25519SourceProofs,
@@ -48,6 +50,7 @@ import {
   isAuthDisabled,
   createRateLimiters,
   handbookRoutes,
+  mcpRoutes,
   type RateLimiters,
   docsRoutes,
   identityRoutes,
@@ -123,10 +126,18 @@ import {
   type ReceiptStore,
   type TransparencyLog,
   type VerificationStore,
+  InputSchemas,
+  McpConnectorRegistry,
+  McpServerGovernance,
+  McpToolCalls,
+  McpToolCatalog,
+  type ConnectorRegistry,
+  type McpServerStore,
+  type McpUpstreams,
 } from '@ets/domain';
 import type { Settings } from './config/settings.js';
 import { ApiKeyDirectory } from './keys/api-keys.js';
-import { HttpsEgress, SandboxConnector } from '@ets/adapters-connectors';
+import { HttpsEgress, McpUpstreamPool, SandboxConnector } from '@ets/adapters-connectors';
 import { withSandboxStages } from './runtime/sandbox-hooks.js';
 import { sandboxJournal } from './runtime/sandbox-journal.js';
 import { TOKENS } from './tokens.js';
@@ -185,9 +196,12 @@ export function buildContainer(res: OpenedResources): Container {
   c.bind<PolicyStore>(TOKENS.PolicyStore).toDynamicValue((ctx) => timedStore('policies', new TypeOrmPolicyStore(get(ctx, TOKENS.DataSource))));
   c.bind<PendingChangeStore>(TOKENS.PendingChangeStore).toDynamicValue((ctx) => timedStore('pending-changes', new TypeOrmPendingChangeStore(get(ctx, TOKENS.DataSource))));
   c.bind<StepUpSignatureVerifier>(TOKENS.StepUpSignatureVerifier).toConstantValue(new Ed25519StepUpVerifier());
-  c.bind<Egress>(TOKENS.Egress).toDynamicValue((ctx) => {
+  c.bind<HttpsEgress>(TOKENS.HttpsEgress).toDynamicValue((ctx) => {
     const { egress } = get<Settings>(ctx, TOKENS.Settings);
-    const https = new HttpsEgress({ dnsServers: egress.dnsServers, allowCidrs: egress.allowCidrs, extraCaPem: egress.extraCa?.pem });
+    return new HttpsEgress({ dnsServers: egress.dnsServers, allowCidrs: egress.allowCidrs, extraCaPem: egress.extraCa?.pem });
+  });
+  c.bind<Egress>(TOKENS.Egress).toDynamicValue((ctx) => {
+    const https = get<HttpsEgress>(ctx, TOKENS.HttpsEgress);
     return m ? m.egress(https) : https;
   });
 
@@ -250,7 +264,6 @@ export function buildContainer(res: OpenedResources): Container {
   // Execution pipeline (profile T)
   c.bind<ExecutionStore>(TOKENS.ExecutionStore).toDynamicValue((ctx) => timedStore('execution', new TypeOrmExecutionStore(get(ctx, TOKENS.DataSource))));
   c.bind<ExternalConnectorStore>(TOKENS.ExternalConnectorStore).toDynamicValue((ctx) => new TypeOrmExternalConnectorStore(get(ctx, TOKENS.DataSource)));
-  // Connector kinds, chained: built in (and reserved) namespaces first, then external HTTPS endpoints.
   c.bind<ExternalConnectors>(TOKENS.ExternalConnectors).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     const registrations = get<ExternalConnectorStore>(ctx, TOKENS.ExternalConnectorStore);
@@ -263,12 +276,13 @@ export function buildContainer(res: OpenedResources): Container {
       registrations,
     });
   });
+  // Connector kinds, chained (each owns its namespaces): built in and reserved, the MCP servers' `mcp-*`, then external HTTPS endpoints.
   c.bind<ConnectorChain>(TOKENS.ConnectorRegistry).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     const builtIn = new BuiltInConnectors([
       new SandboxConnector({ failureInjection: settings.sandbox, journal: settings.sandbox ? sandboxJournal(settings.dataDir) : undefined }),
     ]);
-    return new ConnectorChain([builtIn, get<ExternalConnectors>(ctx, TOKENS.ExternalConnectors)]);
+    return new ConnectorChain([builtIn, get<McpConnectorRegistry>(ctx, TOKENS.McpConnectorRegistry), get<ExternalConnectors>(ctx, TOKENS.ExternalConnectors)]);
   });
   c.bind<ExternalConnectorGovernance>(TOKENS.ExternalConnectorGovernance).toDynamicValue((ctx) => {
     const chain = get<ConnectorChain>(ctx, TOKENS.ConnectorRegistry);
@@ -281,6 +295,7 @@ export function buildContainer(res: OpenedResources): Container {
     });
   });
   bindBusinessValidation(c, res);
+  bindMcpGateway(c);
   c.bind<ExecutionService>(TOKENS.ExecutionService).toDynamicValue((ctx) => {
     const settings = get<Settings>(ctx, TOKENS.Settings);
     const deps: ExecutionDeps = {
@@ -313,6 +328,7 @@ export function buildContainer(res: OpenedResources): Container {
         hasher: get(ctx, TOKENS.Hasher),
         clock: get(ctx, TOKENS.Clock),
         stepUpVerifier: get(ctx, TOKENS.StepUpSignatureVerifier),
+        sleep: (ms, signal) => sleep(ms, undefined, { signal }).catch(() => undefined),
       }),
   );
 
@@ -373,6 +389,11 @@ export function buildContainer(res: OpenedResources): Container {
         impact: new PolicyImpactPreview({ changes: get(ctx, TOKENS.PendingChangeStore), decisions: new TypeOrmRecordedDecisions(get(ctx, TOKENS.DataSource)) }),
       }),
       externalConnectorRoutes({ governance: get(ctx, TOKENS.ExternalConnectorGovernance) }),
+      mcpRoutes({
+        governance: get(ctx, TOKENS.McpServerGovernance),
+        gateway: { calls: get(ctx, TOKENS.McpToolCalls), logger: get<Logger>(ctx, TOKENS.Logger).child({ component: 'mcp-gateway' }), serverInfo: { name: 'ets', version: get<string>(ctx, TOKENS.BuildId) } },
+        allowedOrigins: settings.mcp.allowedOrigins,
+      }),
       businessValidationRoutes({
         sources: get(ctx, TOKENS.SignalSourceGovernance),
         grants: get(ctx, TOKENS.AuthorityGrantGovernance),
@@ -510,6 +531,64 @@ function bindBusinessValidation(c: Container, res: OpenedResources): void {
         demoApproverPublicKeyPem: res.settings.sandbox ? DEMO_APPROVER_PUBLIC_KEY_PEM : undefined,
       }),
   );
+}
+
+/**
+ * The MCP gateway (CONTRACT "MCP gateway"): upstream servers by maker-checker, their sessions
+ * (the SDK's client over the egress adapter's pinned fetch, or stdio), the tools offered, the
+ * connector of `mcp-<server>:…` actions and the `tools/call` use case.
+ */
+function bindMcpGateway(c: Container): void {
+  c.bind<McpServerStore>(TOKENS.McpServerStore).toDynamicValue((ctx) => new TypeOrmMcpServerStore(get(ctx, TOKENS.DataSource)));
+  c.bind<McpUpstreamPool>(TOKENS.McpUpstreams).toDynamicValue(
+    (ctx) =>
+      new McpUpstreamPool({
+        fetch: get<HttpsEgress>(ctx, TOKENS.HttpsEgress).fetch,
+        stdioServers: get<Settings>(ctx, TOKENS.Settings).mcp.stdioServers,
+        logger: get<Logger>(ctx, TOKENS.Logger).child({ component: 'mcp-upstream' }),
+      }),
+  );
+  c.bind<InputSchemas>(TOKENS.McpInputSchemas).toConstantValue(new InputSchemas());
+  c.bind<McpToolCatalog>(TOKENS.McpToolCatalog).toDynamicValue(
+    (ctx) =>
+      new McpToolCatalog({
+        servers: get(ctx, TOKENS.McpServerStore),
+        upstreams: get<McpUpstreams>(ctx, TOKENS.McpUpstreams),
+        schemas: get(ctx, TOKENS.McpInputSchemas),
+        logger: get<Logger>(ctx, TOKENS.Logger).child({ component: 'mcp-gateway' }),
+      }),
+  );
+  c.bind<McpConnectorRegistry>(TOKENS.McpConnectorRegistry).toDynamicValue(
+    (ctx) =>
+      new McpConnectorRegistry({
+        servers: get(ctx, TOKENS.McpServerStore),
+        catalog: get(ctx, TOKENS.McpToolCatalog),
+        upstreams: get<McpUpstreams>(ctx, TOKENS.McpUpstreams),
+        schemas: get(ctx, TOKENS.McpInputSchemas),
+        clock: get(ctx, TOKENS.Clock),
+      }),
+  );
+  c.bind<McpServerGovernance>(TOKENS.McpServerGovernance).toDynamicValue(
+    (ctx) =>
+      new McpServerGovernance({
+        ...governedKindDeps(ctx),
+        servers: get(ctx, TOKENS.McpServerStore),
+        egress: get(ctx, TOKENS.Egress),
+        stdioServers: [...get<Settings>(ctx, TOKENS.Settings).mcp.stdioServers.keys()],
+      }),
+  );
+  c.bind<McpToolCalls>(TOKENS.McpToolCalls).toDynamicValue((ctx) => {
+    const policies = get<PolicyStore>(ctx, TOKENS.PolicyStore);
+    return new McpToolCalls({
+      catalog: get(ctx, TOKENS.McpToolCatalog),
+      schemas: get(ctx, TOKENS.McpInputSchemas),
+      execution: get(ctx, TOKENS.ExecutionService),
+      held: get(ctx, TOKENS.HeldTransactions),
+      holdSeconds: get<Settings>(ctx, TOKENS.Settings).mcp.holdSeconds,
+      policyInEffect: async (name) => (await policies.inEffect()).find((p) => p.name === name)?.version,
+      ids: get(ctx, TOKENS.IdGenerator),
+    });
+  });
 }
 
 /** Profile A: the attestation store, its runtime, and the services of its routes. */

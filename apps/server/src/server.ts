@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import { countIntentsByState, createDataSource, describeTarget, migrate, TypeOrmPublishedKeyStore, type TypeOrmAttestationStore } from '@ets/adapters-persistence';
 import { ServiceSigningKeys } from '@ets/adapters-crypto';
 import type { HttpApp, RateLimiters } from '@ets/adapters-http';
+import type { McpUpstreamPool } from '@ets/adapters-connectors';
 import { EVERY_CALLER, type AttestationRuntime, type CheckpointPublisher, type ExecutionService, type ExecutionStore, type HeldTransactions, type Logger, type NoticeDelivery, type PolicyGovernance } from '@ets/domain';
 import type { Container } from 'inversify';
 import { ConfigError, type Settings } from './config/settings.js';
@@ -139,6 +140,8 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
         await checkpoints.stop();
         await metricsListener?.close();
         await container.get<RateLimiters>(TOKENS.RateLimiters).close();
+        // Ends the upstream MCP sessions and the stdio servers' processes.
+        await container.get<McpUpstreamPool>(TOKENS.McpUpstreams).close();
         await container.get<TypeOrmAttestationStore>(TOKENS.AttestationStore).close();
         await dataSource.destroy();
         await keyProvider.close();

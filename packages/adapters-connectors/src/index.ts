@@ -1,2 +1,3 @@
 export * from './sandbox-connector.js';
 export * from './egress/index.js';
+export * from './mcp/index.js';

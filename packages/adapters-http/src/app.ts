@@ -90,19 +90,24 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     if (options.observer) chain.push(observeAnswers(options.observer, route.method, toOpenApiPath(route.path)));
     chain.push(setErrorShape(route));
     if (route.limiter && route.auth === 'none' && options.limiters[route.limiter]) chain.push(options.limiters[route.limiter]!);
+    // After the caller limit: the limiter and the audit, before the body or (limitedBody) after it.
+    const afterLimit: RequestHandler[] = [];
+    let byCaller: RequestHandler | undefined;
     if (route.auth !== 'none') {
       const a = route.auth === 'simple-key' ? options.simpleKeyAuthentication : auth;
       if (!a) throw new Error(`${route.method.toUpperCase()} ${route.path} needs simpleKeyAuthentication`);
       chain.push(a.identify);
-      const byCaller = route.limiter && options.callerLimiters?.[route.limiter];
-      if (byCaller) chain.push(byCaller);
+      byCaller = route.limiter ? options.callerLimiters?.[route.limiter] : undefined;
       if (route.audit !== false) {
         const audit = (route.auditInPipeline && a.prepareAudit) || a.audit;
-        if (audit) chain.push(audit);
+        if (audit) afterLimit.push(audit);
       }
     }
+    if (!route.limitedBody) chain.push(...(byCaller ? [byCaller] : []), ...afterLimit);
+    if (route.beforeBody) chain.push(route.beforeBody);
     chain.push(refuseNulInUrl);
     if (route.method !== 'get') chain.push(...body);
+    if (route.limitedBody) chain.push(...(byCaller ? [limitedBy(byCaller, route.limitedBody)] : []), ...afterLimit);
     // After the body: a client that sends its body slowly holds no place at the gate meanwhile.
     if (route.heavyRead) {
       if (route.auth === 'none') throw new Error(`${route.method.toUpperCase()} ${route.path}: a heavy read is keyed (the gate takes turns by caller)`);
@@ -129,6 +134,18 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     closeConnectionsAfterAnswers: () => {
       closing = true;
     },
+  };
+}
+
+/** The per-caller limiter run once per unit the body asks for (RouteOptions.limitedBody); the first refusal answers. */
+function limitedBy(limiter: RequestHandler, units: (body: unknown) => number): RequestHandler {
+  return async (req, res, next) => {
+    const count = units(req.body);
+    for (let i = 0; i < count; i++) {
+      const refused = await new Promise<unknown>((resolve) => void limiter(req, res, (err?: unknown) => resolve(err ?? undefined)));
+      if (refused !== undefined) return next(refused);
+    }
+    next();
   };
 }
 

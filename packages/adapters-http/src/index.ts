@@ -25,3 +25,5 @@ export * from './middleware/read-scope.js';
 export * from './middleware/observe.js';
 export * from './routes/console.js';
 export * from './middleware/session-cookie.js';
+export * from './routes/mcp.js';
+export * from './mcp/gateway-server.js';

@@ -100,6 +100,8 @@ export function createRateLimiters(options: RateLimitOptions): RateLimiters {
       // The stores here never throw (a failing Redis falls back to local counts); should one,
       // the request is let through rather than refused.
       passOnStoreError: true,
+      // `/mcp` counts each `tools/call` of a message (RouteOptions.limitedBody): more than one count per request is meant.
+      validate: { singleCount: false },
       logger: libraryLogger,
       handler: (req, res, next) => next(refusal(res, (req as Request & { rateLimit?: ClientRateLimitInfo }).rateLimit?.resetTime)),
     });

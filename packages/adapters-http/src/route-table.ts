@@ -40,6 +40,15 @@ export interface RouteOptions {
    * A failed authentication is audited as on every keyed route.
    */
   audit?: false;
+  /**
+   * The route's per-caller limit counts what the body asks for rather than the request (MCP: one
+   * per `tools/call` in the message, none for `tools/list`), so the limiter runs after the body is
+   * read, as many times as this says, and the authentication's audit after it: a request the
+   * limiter refuses is still never audited as served.
+   */
+  limitedBody?: (body: unknown) => number;
+  /** A check of the route's own after authentication, before the body is read (MCP: the Origin header). */
+  beforeBody?: (req: Request, res: Response, next: (err?: unknown) => void) => void;
 }
 
 export interface RouteSpec extends RouteOptions {

@@ -9,6 +9,7 @@ export * from './stores/policy-store.js';
 export * from './stores/published-key-store.js';
 export * from './stores/verification-store.js';
 export * from './stores/external-connector-store.js';
+export * from './stores/mcp-server-store.js';
 export * from './stores/attestation-store.js';
 export * from './stores/business-validation-stores.js';
 export * from './stores/recorded-decisions.js';

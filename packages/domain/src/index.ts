@@ -26,3 +26,4 @@ export * from './overrides/index.js';
 export * from './transparency/index.js';
 export * from './attestation/index.js';
 export * from './notifications/index.js';
+export * from './mcp/index.js';

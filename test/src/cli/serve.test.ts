@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import request from 'supertest';
 import { runCli, spawnServer, tempDirs } from '@ets/test-support';
 
@@ -37,12 +39,27 @@ describe('ets serve', () => {
     ['SVC_NOTIFY_WEBHOOK_URLS', 'http://hooks.example.com/secret', /SVC_NOTIFY_WEBHOOK_URLS: entry 1 must use https/],
     ['SVC_NOTIFY_WEBHOOK_SECRET', 'whsec_secret', /SVC_NOTIFY_WEBHOOK_SECRET: it needs SVC_NOTIFY_WEBHOOK_URLS/],
     ['SVC_PUBLIC_URL', 'ets.example.com', /SVC_PUBLIC_URL.*http:\/\/ or https:\/\//],
+    ['SVC_MCP_STDIO_SERVERS', '/nonexistent/stdio-servers.json', /SVC_MCP_STDIO_SERVERS.*cannot read it \(ENOENT\)/],
+    ['SVC_MCP_ALLOWED_ORIGINS', 'evil.example.com', /SVC_MCP_ALLOWED_ORIGINS.*is not an origin/],
   ])('refuses to start with a bad %s in one clear line', async (name, value, message) => {
     const r = await runCli(['serve'], { SVC_DATA_DIR: tmp(), [name]: value });
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(message);
     expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stderr).not.toContain('secret');
+  });
+});
+
+describe('ets serve with SVC_MCP_STDIO_SERVERS', () => {
+  it('refuses a stdio servers file that is not as the contract says, in one line that never shows an env value (exit 2)', async () => {
+    const dir = tmp();
+    const file = path.join(dir, 'stdio.json');
+    writeFileSync(file, JSON.stringify({ files: { command: 'npx', env: { API_TOKEN: 'secret-token', PORT: 8080 } } }));
+    const r = await runCli(['serve'], { SVC_DATA_DIR: tmp(), SVC_MCP_STDIO_SERVERS: file });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/SVC_MCP_STDIO_SERVERS.*server 'files': env PORT must be a string/);
     expect(r.stderr).not.toContain('secret');
   });
 });

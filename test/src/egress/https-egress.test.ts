@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import tls from 'node:tls';
-import { CONNECT_ATTEMPT_FLOOR_MS, connectAttemptMs, HttpsEgress } from '@ets/adapters-connectors';
+import { CONNECT_ATTEMPT_FLOOR_MS, connectAttemptMs, EgressFetchError, HttpsEgress } from '@ets/adapters-connectors';
 import { answerJson, startTestNetwork, type TestNetwork } from '@ets/test-support';
 
 /**
@@ -219,5 +219,58 @@ describe('egress: every outbound call through one set of rules', () => {
     network.dns.set('garbage.answer.test', { A: [address] });
     const port = (garbage.address() as net.AddressInfo).port;
     expect(await post(`https://garbage.answer.test:${port}/`)).toMatchObject({ outcome: 'unknown', reason: 'malformed' });
+  });
+
+  describe('fetch: the same rules for a client library that speaks HTTP itself (the MCP SDK)', () => {
+    const outcomeOf = (p: Promise<unknown>) =>
+      p.then(
+        () => 'answered',
+        (e: unknown) => {
+          const f = EgressFetchError.in(e);
+          return f ? `${f.outcome}:${f.reason}` : String(e);
+        },
+      );
+
+    it('sends the request to the checked address over verified TLS and streams the answer back as a Response', async () => {
+      const srv = await network.https('fetch.answer.test', (req, res, body) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'x-seen': `${req.method} ${req.url} ${req.headers['x-client']} ${body}` });
+        res.write('event: message\ndata: {"a":1}\n\n');
+        setTimeout(() => res.end('event: message\ndata: {"b":2}\n\n'), 50);
+      });
+      const r = await egress.fetch(srv.url('/mcp?x=1'), { method: 'POST', headers: { 'x-client': 'sdk', host: 'evil.example.com' }, body: '{"q":1}' });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-seen')).toBe('POST /mcp?x=1 sdk {"q":1}');
+      expect(await r.text()).toBe('event: message\ndata: {"a":1}\n\nevent: message\ndata: {"b":2}\n\n');
+    });
+
+    it('sends nothing to an endpoint that breaks a rule or resolves to an address that is not allowed (not-sent), and follows no redirect (unknown)', async () => {
+      expect(await outcomeOf(egress.fetch('https://127.0.0.1/mcp'))).toBe('not-sent:endpoint');
+      expect(await outcomeOf(egress.fetch('http://fetch.answer.test/mcp'))).toBe('not-sent:endpoint');
+      const srv = await network.https('fetch-private.answer.test', answerJson({ ok: true }));
+      network.dns.set(srv.host, { A: ['10.0.0.1'] });
+      expect(await outcomeOf(egress.fetch(srv.url('/mcp'), { method: 'POST', body: '{}' }))).toBe('not-sent:address');
+      expect(srv.received).toEqual([]);
+      const target = await network.https('fetch-target.answer.test', answerJson({ ok: true }));
+      const redirect = await network.https('fetch-redirect.answer.test', (_req, res) => {
+        res.writeHead(307, { location: target.url('/mcp') });
+        res.end();
+      });
+      expect(await outcomeOf(egress.fetch(redirect.url('/mcp'), { method: 'POST', body: '{}' }))).toBe('unknown:redirect');
+      expect(redirect.received).toHaveLength(1);
+      expect(target.received).toEqual([]);
+    });
+
+    it('an aborted request before it is sent is not-sent; a streamed answer over the cap errors the stream', async () => {
+      const aborted = new AbortController();
+      aborted.abort();
+      expect(await outcomeOf(egress.fetch('https://fetch.answer.test/', { signal: aborted.signal }))).toBe('not-sent:aborted');
+      const big = await network.https('fetch-big.answer.test', (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end('x'.repeat(20_000));
+      });
+      const capped = new HttpsEgress({ dnsServers: [network.dns.address], allowCidrs: ['127.0.0.0/8'], extraCaPem: network.ca.certificatePem, maxStreamBytes: 4096 });
+      const r = await capped.fetch(big.url('/mcp'));
+      expect(await outcomeOf(r.text())).toBe('unknown:too-large');
+    });
   });
 });

@@ -127,3 +127,56 @@ describe('notification settings (CONTRACT "Notifications")', () => {
     expect(text.split('\n')).toHaveLength(1);
   });
 });
+
+describe('MCP gateway settings (CONTRACT "MCP gateway")', () => {
+  const withFile = (content: string, run: (file: string) => void) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ets-mcp-settings-'));
+    try {
+      writeFileSync(path.join(dir, 'stdio.json'), content);
+      run(path.join(dir, 'stdio.json'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('defaults: no stdio servers, no browser origin', () => {
+    expect(loadSettings({}, '/tmp').mcp).toEqual({ stdioServers: new Map(), allowedOrigins: [], holdSeconds: 120 });
+  });
+
+  it('reads SVC_MCP_STDIO_SERVERS (args and env optional) and SVC_MCP_ALLOWED_ORIGINS', () => {
+    withFile(JSON.stringify({ everything: { command: 'node', args: ['server.js', 'stdio'], env: { LEVEL: 'debug' } }, plain: { command: '/usr/bin/tool' } }), (file) => {
+      const s = loadSettings({ SVC_MCP_STDIO_SERVERS: file, SVC_MCP_ALLOWED_ORIGINS: 'https://App.example.com, http://localhost:6274/' }, '/tmp');
+      expect([...s.mcp.stdioServers]).toEqual([
+        ['everything', { command: 'node', args: ['server.js', 'stdio'], env: { LEVEL: 'debug' } }],
+        ['plain', { command: '/usr/bin/tool', args: [], env: {} }],
+      ]);
+      expect(s.mcp.allowedOrigins).toEqual(['https://app.example.com', 'http://localhost:6274']);
+    });
+  });
+
+  it.each([
+    ['not JSON', '{', /not JSON/],
+    ['an array', '[]', /JSON object of servers/],
+    ['a bad name', JSON.stringify({ 'Bad Name': { command: 'x' } }), /its name/],
+    ['no command', JSON.stringify({ srv: { args: [] } }), /"command" must be a non-empty string/],
+    ['args not strings', JSON.stringify({ srv: { command: 'x', args: [1] } }), /"args" must be an array of strings/],
+    ['env not strings', JSON.stringify({ srv: { command: 'x', env: { TOKEN: 1 } } }), /env TOKEN must be a string/],
+    ['an unknown field', JSON.stringify({ srv: { command: 'x', cwd: '/' } }), /"cwd" is not a field/],
+  ])('refuses a stdio servers file with %s, in one line naming the setting (never an env value)', (_what, content, message) => {
+    withFile(content, (file) => {
+      expect(() => loadSettings({ SVC_MCP_STDIO_SERVERS: file }, '/tmp')).toThrow(ConfigError);
+      expect(() => loadSettings({ SVC_MCP_STDIO_SERVERS: file }, '/tmp')).toThrow(message);
+      expect(() => loadSettings({ SVC_MCP_STDIO_SERVERS: file }, '/tmp')).toThrow(/^Invalid setting SVC_MCP_STDIO_SERVERS=/);
+    });
+    withFile(JSON.stringify({ srv: { command: 'x', env: { TOKEN: 's3cret-value', BAD: 7 } } }), (file) => {
+      expect(() => loadSettings({ SVC_MCP_STDIO_SERVERS: file }, '/tmp')).toThrow(expect.objectContaining({ message: expect.not.stringContaining('s3cret') }));
+    });
+  });
+
+  it('refuses a missing file and origins that are not origins', () => {
+    expect(() => loadSettings({ SVC_MCP_STDIO_SERVERS: '/nonexistent/stdio.json' }, '/tmp')).toThrow(/SVC_MCP_STDIO_SERVERS.*ENOENT/);
+    for (const o of ['app.example.com', 'https://app.example.com/path', 'ftp://x.example.com', '*']) {
+      expect(() => loadSettings({ SVC_MCP_ALLOWED_ORIGINS: o }, '/tmp')).toThrow(/SVC_MCP_ALLOWED_ORIGINS/);
+    }
+  });
+});

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseCidr, parseDnsServers } from '@ets/adapters-connectors';
+import { parseCidr, parseDnsServers, readStdioServersFile, type StdioServerSpec } from '@ets/adapters-connectors';
 import { readWebhookSecret } from '@ets/adapters-crypto';
 import { readEndpoint } from '@ets/domain';
 
@@ -63,6 +63,8 @@ export interface Settings {
   publicUrl: string;
   /** Webhook notifications of new pending items (SVC_NOTIFY_WEBHOOK_URLS); off when unset. The secret is never logged. */
   notifications?: NotificationSettings;
+  /** The MCP gateway (CONTRACT "MCP gateway"). */
+  mcp: McpSettings;
 }
 
 export interface NotificationSettings {
@@ -70,6 +72,15 @@ export interface NotificationSettings {
   endpoints: string[];
   /** SVC_NOTIFY_WEBHOOK_SECRET: `whsec_` + base64 (Standard Webhooks). */
   secret: string;
+}
+
+export interface McpSettings {
+  /** SVC_MCP_STDIO_SERVERS: the operator's stdio servers by name (empty when unset). Their env is never logged. */
+  stdioServers: ReadonlyMap<string, StdioServerSpec>;
+  /** SVC_MCP_ALLOWED_ORIGINS: browser origins that may call `/mcp` (default none: a request with another Origin is 403). */
+  allowedOrigins: string[];
+  /** SVC_MCP_HOLD_SECONDS: how long a `tools/call` held for a human waits; then it is refused by expiry. */
+  holdSeconds: number;
 }
 
 export interface EgressSettings {
@@ -96,6 +107,7 @@ export const DEFAULTS = {
   issuer: 'ets',
   sourceTimeoutMs: 5000,
   overrideTtlSeconds: 86_400,
+  mcpHoldSeconds: 120,
   metricsHost: '127.0.0.1',
 } as const;
 
@@ -302,6 +314,37 @@ function publicUrl(env: Env, host: string, port: number): string {
   return u.href.replace(/\/+$/, '');
 }
 
+function mcp(env: Env, cwd: string): McpSettings {
+  const file = present(env, 'SVC_MCP_STDIO_SERVERS');
+  let stdioServers: ReadonlyMap<string, StdioServerSpec> = new Map();
+  if (file !== undefined) {
+    try {
+      stdioServers = readStdioServersFile(path.resolve(cwd, file));
+    } catch (e) {
+      throw new ConfigError(`Invalid setting SVC_MCP_STDIO_SERVERS=${JSON.stringify(file)}: ${(e as Error).message}.`);
+    }
+  }
+  const origins = present(env, 'SVC_MCP_ALLOWED_ORIGINS');
+  const allowedOrigins = origins === undefined ? [] : origins.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const o of allowedOrigins) {
+    let origin: string | undefined;
+    try {
+      const u = new URL(o);
+      origin = ['http:', 'https:'].includes(u.protocol) ? u.origin : undefined;
+    } catch {
+      origin = undefined;
+    }
+    if (origin === undefined || origin !== o.toLowerCase().replace(/\/$/, '')) {
+      throw new ConfigError(`Invalid setting SVC_MCP_ALLOWED_ORIGINS: ${JSON.stringify(o)} is not an origin; accepted values are origins such as https://app.example.com,http://localhost:6274.`);
+    }
+  }
+  return {
+    stdioServers,
+    allowedOrigins: allowedOrigins.map((o) => o.toLowerCase().replace(/\/$/, '')),
+    holdSeconds: int(env, 'SVC_MCP_HOLD_SECONDS', DEFAULTS.mcpHoldSeconds, 1, 3600),
+  };
+}
+
 export function loadSettings(env: Env = process.env, cwd: string = process.cwd()): Settings {
   const dataDir = path.resolve(cwd, present(env, 'SVC_DATA_DIR') ?? DEFAULTS.dataDir);
   const host = listenHost(env, 'SVC_HOST', DEFAULTS.host);
@@ -352,5 +395,6 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     metrics: metrics(env),
     publicUrl: publicUrl(env, host, port),
     notifications: notifications(env),
+    mcp: mcp(env, cwd),
   };
 }

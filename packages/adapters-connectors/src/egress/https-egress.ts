@@ -4,8 +4,12 @@ import tls from 'node:tls';
 import { jsonBodyText, readEndpoint, type Egress, type EgressResult, type Endpoint, type EndpointCheck, type NotSentReason, type OutboundJsonRequest } from '@ets/domain';
 import { AddressPolicy } from './address-policy.js';
 import { DnsResolver, type HostResolver } from './resolver.js';
+import { codeOf, hostHeader, pinnedFetch, type PinnedConnector } from './pinned-fetch.js';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+/** `fetch`'s cap on one streamed answer: an MCP tool result, or all that one SSE stream carries. */
+export const DEFAULT_MAX_STREAM_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * Connection errors after which the next checked address is tried: no connection was made, so
@@ -43,15 +47,17 @@ export interface HttpsEgressOptions {
    */
   extraCaPem?: string;
   maxResponseBytes?: number;
+  /** `fetch`: the longest streamed answer (bytes); default DEFAULT_MAX_STREAM_BYTES. */
+  maxStreamBytes?: number;
+  /** `fetch`: the deadline of resolving, connecting and TLS; default DEFAULT_CONNECT_TIMEOUT_MS. */
+  connectTimeoutMs?: number;
   /** Tests may count lookups; production uses DnsResolver. */
   resolver?: HostResolver;
 }
 
 type Attempt = { kind: 'connected'; socket: tls.TLSSocket } | { kind: 'next'; message: string } | { kind: 'not-sent'; reason: NotSentReason; message: string };
 
-const codeOf = (e: unknown): string => (e as { code?: string }).code ?? (e as Error).message ?? String(e);
 const notSent = (reason: NotSentReason, message: string): EgressResult => ({ outcome: 'not-sent', reason, message });
-const hostHeader = (e: Endpoint): string => (e.port === 443 ? e.host : `${e.host}:${e.port}`);
 
 /**
  * The one adapter every outbound call goes through. Per call: the endpoint's rules again, one
@@ -69,12 +75,16 @@ export class HttpsEgress implements Egress {
   /** Made once: building a context from Node's ~150 root certificates costs tens of milliseconds. */
   private readonly secureContext?: tls.SecureContext;
   private readonly maxResponseBytes: number;
+  private readonly maxStreamBytes: number;
+  private readonly connectTimeoutMs: number;
 
   constructor(options: HttpsEgressOptions = {}) {
     this.resolver = options.resolver ?? new DnsResolver(options.dnsServers);
     this.addresses = new AddressPolicy(options.allowCidrs);
     this.secureContext = options.extraCaPem ? tls.createSecureContext({ ca: [...tls.rootCertificates, options.extraCaPem], minVersion: 'TLSv1.2' }) : undefined;
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.maxStreamBytes = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   }
 
   async check(endpoint: string, timeoutMs: number): Promise<EndpointCheck> {
@@ -89,18 +99,40 @@ export class HttpsEgress implements Egress {
     const endpoint = reading.endpoint;
     const body = Buffer.from(jsonBodyText(request.body), 'utf8');
     return withDeadline(request.timeoutMs, async (signal, deadline) => {
-      const checked = await this.resolveChecked(endpoint.host, signal);
-      if (!checked.ok) return notSent(checked.reason, checked.message);
-      const refusals: string[] = [];
-      for (const [i, address] of checked.addresses.entries()) {
-        const limitMs = connectAttemptMs(deadline - Date.now(), checked.addresses.length - i);
-        const attempt = await this.connect(address, endpoint, signal, limitMs);
-        if (attempt.kind === 'connected') return this.exchange(attempt.socket, endpoint, body, signal, request.headers);
-        if (attempt.kind === 'not-sent') return notSent(attempt.reason, attempt.message);
-        refusals.push(attempt.message);
-      }
-      return notSent('connect', `no address of ${endpoint.host} accepted a connection (${refusals.join('; ')})`);
+      const opened = await this.open(endpoint, signal, deadline);
+      return 'socket' in opened ? this.exchange(opened.socket, endpoint, body, signal, request.headers) : opened;
     });
+  }
+
+  /**
+   * `fetch` for a client library that speaks HTTP itself (the MCP SDK's Streamable HTTP client
+   * transport): every rule of `postJson` but the deadline, which is the caller's (its `signal`);
+   * resolving and connecting have one of their own (`connectTimeoutMs`). The answer streams (an SSE
+   * stream stays open as long as the endpoint keeps it), capped at `maxStreamBytes`. A redirect is
+   * never followed, not even by the library: it is thrown as an error. A failure throws an
+   * EgressFetchError that says whether anything was sent (`not-sent`) or may have been (`unknown`).
+   */
+  readonly fetch = (input: string | URL, init: RequestInit = {}): Promise<Response> => pinnedFetch(this.pinned, input, init);
+
+  private readonly pinned: PinnedConnector = {
+    open: (endpoint, signal, deadline) => this.open(endpoint, signal, deadline),
+    connectTimeoutMs: () => this.connectTimeoutMs,
+    maxStreamBytes: () => this.maxStreamBytes,
+  };
+
+  /** Resolves, checks and connects (TLS verified): a socket pinned to a checked address, or why nothing was sent. */
+  private async open(endpoint: Endpoint, signal: AbortSignal, deadline: number): Promise<{ socket: tls.TLSSocket } | Extract<EgressResult, { outcome: 'not-sent' }>> {
+    const checked = await this.resolveChecked(endpoint.host, signal);
+    if (!checked.ok) return { outcome: 'not-sent', reason: checked.reason, message: checked.message };
+    const refusals: string[] = [];
+    for (const [i, address] of checked.addresses.entries()) {
+      const limitMs = connectAttemptMs(deadline - Date.now(), checked.addresses.length - i);
+      const attempt = await this.connect(address, endpoint, signal, limitMs);
+      if (attempt.kind === 'connected') return { socket: attempt.socket };
+      if (attempt.kind === 'not-sent') return { outcome: 'not-sent', reason: attempt.reason, message: attempt.message };
+      refusals.push(attempt.message);
+    }
+    return { outcome: 'not-sent', reason: 'connect', message: `no address of ${endpoint.host} accepted a connection (${refusals.join('; ')})` };
   }
 
   private async resolveChecked(host: string, signal: AbortSignal): Promise<EndpointCheck> {

@@ -14,6 +14,7 @@ import { DecisionInputs1763684800000 } from './0017-decision-inputs.js';
 import { PendingItemNotices1763684900000 } from './0018-pending-item-notices.js';
 import { HeldTransactions1763685000000 } from './0019-held-transactions.js';
 import { ConsoleSessions1763685200000 } from './0020-console-sessions.js';
+import { McpServers1763685300000 } from './0021-mcp-servers.js';
 
 /** Every migration, in order. New features append here; an applied migration never changes. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   PendingItemNotices1763684900000,
   HeldTransactions1763685000000,
   ConsoleSessions1763685200000,
+  McpServers1763685300000,
 ];

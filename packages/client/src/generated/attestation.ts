@@ -784,7 +784,7 @@ export interface paths {
         put?: never;
         /**
          * Propose registering or revoking an external connector (maker; USER key)
-         * @description `register` binds a capability to an https endpoint; `revoke` ends the capability's active registration. Nothing takes effect until a different human approves it with a step-up envelope. Every rule of spec 2.5 is checked now, and a broken one is `400` with a message that starts with the field's name: `kind`; `capability` (`namespace:verb`, at most 128 characters, not in a reserved namespace: `sandbox`, `test` and every built-in connector's); `reason` (at most 2000 characters); `endpoint` (normalised by URL parsing, https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `policyName`; `forwardedParameters` (names of at most 64 characters, no repeats); `timeoutMs` (1000 to 30000, default 10000); any other field. At most one registration per capability is active (a register for an active capability, or a revoke with nothing active, is `409`), and at most one change per capability is pending (`409`). The proposal is a signed governance audit event.
+         * @description `register` binds a capability to an https endpoint; `revoke` ends the capability's active registration. Nothing takes effect until a different human approves it with a step-up envelope. Every rule of spec 2.5 is checked now, and a broken one is `400` with a message that starts with the field's name: `kind`; `capability` (`namespace:verb`, at most 128 characters, not in a reserved namespace: `sandbox`, `test`, every built-in connector's, and every namespace starting with `mcp-`, which are the MCP servers'); `reason` (at most 2000 characters); `endpoint` (normalised by URL parsing, https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, a port from 1 to 65535, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `policyName`; `forwardedParameters` (names of at most 64 characters, no repeats); `timeoutMs` (1000 to 30000, default 10000); any other field. At most one registration per capability is active (a register for an active capability, or a revoke with nothing active, is `409`), and at most one change per capability is pending (`409`). The proposal is a signed governance audit event.
          */
         post: operations["proposeExternalConnectorChange"];
         delete?: never;
@@ -906,6 +906,118 @@ export interface paths {
          * @description One event per authentication attempt, successful or not (`callerId` is null for a failure), except the successful ones of the dry runs `POST /evaluate` and `POST /simulate`, which write nothing. A `USER` key sees every caller's events; any other key sees its own caller's. Page with `before` (the `occurredAt` of the oldest event seen).
          */
         get: operations["listAuthEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * No server-initiated stream (405)
+         * @description MCP lets a client open an SSE stream with GET for what the server sends unasked; this stateless endpoint offers none and answers `405` with `Allow: POST`, as the transport specification says a server that offers no stream does.
+         */
+        get: operations["mcpListen"];
+        put?: never;
+        /**
+         * One MCP JSON-RPC message (Streamable HTTP, stateless)
+         * @description The MCP endpoint, served by the official TypeScript SDK's Streamable HTTP transport (the protocol versions of that SDK: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05). The body is one JSON-RPC message: `initialize`, `notifications/initialized`, `ping`, `tools/list`, `tools/call`.
+         *
+         *     Before any MCP: the bearer key (`401`), then the `Origin` header (a browser's request whose origin is not in `SVC_MCP_ALLOWED_ORIGINS` is `403`: DNS rebinding), then the body rules of every route (strict JSON, `SVC_BODY_LIMIT`; their error envelope); each `tools/call` in the message counts against the caller's execute rate limit (`RATE_LIMIT_EXECUTE_PER_MINUTE`, like `POST /execute`; not counted with `SVC_AUTH_DISABLED`). Every request is an authentication audit event.
+         *
+         *     Then the transport: the `Accept` header must list both `application/json` and `text/event-stream` (`406`); a body that is not a JSON-RPC message, or a `MCP-Protocol-Version` header naming a version the SDK does not support, is `400` with a JSON-RPC error (no `id`). A request is answered `200` with an SSE stream (`text/event-stream`) that carries its JSON-RPC response; a notification or a response is `202` with no body. The endpoint is stateless: no `MCP-Session-Id` is issued, and any instance answers any request.
+         *
+         *     `tools/list` answers the tools of every active server that the key''s `allowedCapabilities` allow, named `<server>__<tool>`, with the upstream''s description and input schema. `tools/call`: an unknown tool (or one the key may not call) is the JSON-RPC error `-32602`; arguments that break the tool''s input schema, or whose JSON is over 65536 bytes, are a result with `isError: true` and `_meta["ets/error"].code` `ARGUMENTS_INVALID` / `ARGUMENTS_TOO_LARGE`, with nothing decided, signed or stored. Otherwise the call is decided and recorded: the upstream''s result with `_meta["ets/trustRecord"] = {businessTransactionId, verifyUrl}` (executed); `isError` with `_meta["ets/refusal"] = {businessTransactionId}` (refused by policy, a signed Refusal Record); `isError` with `_meta["ets/error"] = {code: "EXECUTION_OUTCOME_UNKNOWN", businessTransactionId, executionStatus}` (sent upstream, no answer: never retried, the intent is `ERRORED`); `isError` with `_meta["ets/override"] = {businessTransactionId, status: "PENDING"}` (the policy requires a human override); `isError` with `_meta["ets/error"] = {code?, businessTransactionId}` for any other refusal of the pipeline.
+         */
+        post: operations["mcpMessage"];
+        /**
+         * No session to end (405)
+         * @description MCP lets a client end its session with DELETE; this stateless endpoint issues no session and answers `405` with `Allow: POST`, as the transport specification allows.
+         */
+        delete: operations["mcpEndSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp-servers/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** MCP server changes, oldest first */
+        get: operations["listMcpServerChanges"];
+        put?: never;
+        /**
+         * Propose registering or revoking an upstream MCP server (maker; USER key)
+         * @description `register` makes an upstream server's tools available through `/mcp`; `revoke` ends the server's active registration (its calls are refused from then on, and its session, or process, is closed). Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `name` (1 to 40 lowercase letters, digits or hyphens, starting with a letter, `^[a-z][a-z0-9-]{0,39}$`, and no doubled or trailing hyphen, since `mcp-<name>` is the namespace of its capabilities); `url` or `stdio`, exactly one: `url` is an https URL with every rule of an external connector's endpoint (a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, a port from 1 to 65535, resolving now only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`), `stdio` is the name of a server in the operator's `SVC_MCP_STDIO_SERVERS` file (a body never carries a command); `policyName` (the policy that decides the calls; the version in effect at each call); `tools` (`["*"]`, or up to 500 tool names the gateway offers); `timeoutMs` (1000 to 30000, default 10000: the deadline of a `tools/call` and of a `tools/list`); `reason` (at most 2000 characters); any other field. At most one server per name is active (`409`), and at most one change per name is pending (`409`).
+         */
+        post: operations["proposeMcpServerChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp-servers/changes/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve an MCP server change (checker; USER key with a step-up key)
+         * @description The body is a step-up envelope naming the change (`ets step-up sign --change ID --action approve`). The change takes effect at once: a register makes the server's tools available (its `registrationId` is the change id), a revoke ends it. The same checks and refusals as every governed change; of two simultaneous approvals exactly one succeeds.
+         */
+        post: operations["approveMcpServerChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp-servers/changes/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject an MCP server change (checker; USER key with a step-up key)
+         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
+         */
+        post: operations["rejectMcpServerChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Active upstream MCP servers, by name */
+        get: operations["listMcpServers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2350,6 +2462,93 @@ export interface components {
             /** Format: date-time */
             registeredAt: string;
         };
+        /** @description A JSON-RPC 2.0 request, notification or response (MCP). */
+        JsonRpcMessage: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: string | number | null;
+            method?: string;
+            params?: Record<string, unknown>;
+            result?: Record<string, unknown>;
+            error?: Record<string, unknown>;
+        };
+        JsonRpcError: {
+            /** @constant */
+            jsonrpc: "2.0";
+            error: {
+                code: number;
+                message: string;
+                data?: unknown;
+            };
+            id: null;
+        };
+        McpServerProposal: {
+            /** @enum {string} */
+            kind: "register" | "revoke";
+            name: string;
+            /**
+             * Format: uri
+             * @description Register, instead of `stdio`: the server's Streamable HTTP endpoint, https (every egress rule).
+             */
+            url?: string;
+            /** @description Register, instead of `url`: a server of the operator's `SVC_MCP_STDIO_SERVERS` file. */
+            stdio?: string;
+            /** @description Register, required: the policy that decides every call of the server's tools. */
+            policyName?: string;
+            /** @description Register, required: `["*"]` (every tool the server lists) or the tool names offered. */
+            tools?: string[];
+            /** @default 10000 */
+            timeoutMs?: number;
+            reason?: string;
+        };
+        McpServerChange: {
+            /**
+             * Format: uuid
+             * @description Named by the step-up envelope as `payload.pendingPolicyChangeId`; for an approved register also the `registrationId`.
+             */
+            id: string;
+            /** @enum {string} */
+            kind: "register" | "revoke";
+            name: string;
+            reason: string | null;
+            proposer: string;
+            /** @enum {string} */
+            status: "PENDING_APPROVAL" | "APPROVED" | "REJECTED";
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Register: the https URL, as normalised by URL parsing (null for a stdio server). */
+            url?: string | null;
+            /** @description Register: the stdio server's name (null for an https one). */
+            stdio?: string | null;
+            policyName?: string;
+            tools?: string[];
+            timeoutMs?: number;
+            /** @description Revoke: the registration it ends. */
+            registrationId?: string;
+            decider?: string;
+            /** Format: date-time */
+            decidedAt?: string;
+            rejectionReason?: string;
+            /** Format: date-time */
+            appliedAt?: string;
+        };
+        McpServerRegistration: {
+            /**
+             * Format: uuid
+             * @description The approved register change's id.
+             */
+            registrationId: string;
+            name: string;
+            url: string | null;
+            stdio: string | null;
+            policyName: string;
+            tools: string[];
+            timeoutMs: number;
+            proposer: string;
+            approvedBy: string;
+            /** Format: date-time */
+            registeredAt: string;
+        };
         /**
          * @description The shared rate-limit store (Redis, `SVC_REDIS_URL`): `UP` while the counts are shared by every instance, `DOWN` while this instance counts on its own (it shares again once Redis is back). Present only when `SVC_REDIS_URL` is set.
          * @enum {string}
@@ -2629,6 +2828,26 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request carries an `Origin` header not in `SVC_MCP_ALLOWED_ORIGINS` (a browser page of another site, possibly through DNS rebinding): a JSON-RPC error without `id`. Nothing is read or stored. */
+        McpOriginRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["JsonRpcError"];
+            };
+        };
+        /** @description A JSON-RPC error without `id`, with `Allow: POST`. */
+        McpMethodNotAllowed: {
+            headers: {
+                /** @description `POST` */
+                Allow: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["JsonRpcError"];
             };
         };
         /** @description A query parameter missing, repeated, or out of range (no code): `leaf must be the hex SHA-256 leaf input (64 hex digits).`, `size must be a tree size from 1 to <n> (the current tree).`, `from …`, `to …`, `start …`, `count must be a number of leaves from 1 to 1000.`, or the log is empty. Also the input rules (U+0000 in the URL). */
@@ -4935,6 +5154,375 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    mcpListen: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            400: components["responses"]["InputRefused"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["McpOriginRefused"];
+            405: components["responses"]["McpMethodNotAllowed"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    mcpMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The protocol version negotiated at `initialize` (absent: 2025-03-26 is assumed). An unsupported one is `400`. */
+                "MCP-Protocol-Version"?: string;
+                /** @description Sent by browsers; must be one of `SVC_MCP_ALLOWED_ORIGINS` when present. */
+                Origin?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JsonRpcMessage"];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response of the request, on an SSE stream (`event: message`, `data: <JSON-RPC message>`), or as one JSON object. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                    "application/json": components["schemas"]["JsonRpcMessage"];
+                };
+            };
+            /** @description A notification or response, accepted; no body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A JSON-RPC error without `id`: an empty body, a message that is not JSON-RPC (`-32700`, `-32600`), or an unsupported `MCP-Protocol-Version` (`-32000`). Or the error envelope: a body the input rules refuse (not JSON, a duplicate key, U+0000, …; see the introduction). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonRpcError"] | components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["McpOriginRefused"];
+            /** @description A JSON-RPC error without `id`: the `Accept` header does not list both `application/json` and `text/event-stream`. */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonRpcError"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `{"error":"Rate limit exceeded. Try again later.","code":"RATE_LIMITED"}` with `Retry-After`: the caller's execute limit (a `tools/call`), or the failed-authentication limit of the address (see `#/components/responses/AuthFailureLimited`). */
+            429: {
+                headers: {
+                    /** @description Seconds until the window ends. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    mcpEndSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            400: components["responses"]["InputRefused"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["McpOriginRefused"];
+            405: components["responses"]["McpMethodNotAllowed"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMcpServerChanges: {
+        parameters: {
+            query?: {
+                /** @description Only changes in this status (all when absent). */
+                status?: "PENDING_APPROVAL" | "APPROVED" | "REJECTED";
+                /** @description Whole number from 1 (default 1). */
+                page?: components["parameters"]["Page"];
+                /** @description Whole number 1 to 100 (default 20). */
+                pageSize?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of changes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["McpServerChange"][];
+                        page: number;
+                        pageSize: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description No code: an unknown `status`, or a paging error. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    proposeMcpServerChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["McpServerProposal"];
+            };
+        };
+        responses: {
+            /** @description The change (`status: PENDING_APPROVAL`), a bare object. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerChange"];
+                };
+            };
+            /** @description No code: a rule is broken; the message names the field (see above). Also a body that is not a JSON object. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description `NON_HUMAN_CALLER_DENIED`: only a USER key may propose. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No code: the name already has an active server (register), has none (revoke), or already has a pending change. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description `AUDIT_UNAVAILABLE`: the governance audit event could not be stored. `STORAGE_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approveMcpServerChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of the pending change. */
+                id: components["parameters"]["ChangeId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StepUpEnvelope"];
+            };
+        };
+        responses: {
+            /** @description The change, `status: APPROVED`, with `decider`, `decidedAt` and `appliedAt`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerChange"];
+                };
+            };
+            400: components["responses"]["StepUpMalformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["StepUpForbidden"];
+            404: components["responses"]["ChangeNotFound"];
+            /** @description No code: the change is already decided. `STEP_UP_NONCE_REUSED`: the envelope's nonce was used before. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description `AUDIT_UNAVAILABLE`; `STORAGE_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rejectMcpServerChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of the pending change. */
+                id: components["parameters"]["ChangeId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StepUpEnvelope"];
+            };
+        };
+        responses: {
+            /** @description The change, `status: REJECTED`, with `rejectionReason`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerChange"];
+                };
+            };
+            400: components["responses"]["StepUpMalformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["StepUpForbidden"];
+            404: components["responses"]["ChangeNotFound"];
+            /** @description No code: the change is already decided. `STEP_UP_NONCE_REUSED`: the envelope's nonce was used before. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description `AUDIT_UNAVAILABLE`; `STORAGE_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMcpServers: {
+        parameters: {
+            query?: {
+                /** @description Whole number from 1 (default 1). */
+                page?: components["parameters"]["Page"];
+                /** @description Whole number 1 to 100 (default 20). */
+                pageSize?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of active servers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["McpServerRegistration"][];
+                        page: number;
+                        pageSize: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Paging error (no code). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthenticated"];
             429: components["responses"]["AuthFailureLimited"];
             500: components["responses"]["InternalError"];

@@ -41,6 +41,8 @@ export function readEndpoint(raw: unknown): EndpointReading {
   }
   if (url.protocol !== 'https:') return no('must use https.');
   if (url.username !== '' || url.password !== '') return no('must not carry a user name or password.');
+  // The URL parser refuses ports above 65535 ("is not a URL") but takes 0, which nothing listens on.
+  if (url.port === '0') return no('must have a port from 1 to 65535.');
   const host = url.hostname;
   if (host.startsWith('[') || DOTTED_QUAD.test(host)) return no('must name its host, not an IP address.');
   if (host.endsWith('.')) return no('must not end its host name with a dot.');
@@ -58,9 +60,11 @@ export const ENDPOINT_CHECK_TIMEOUT_MS = 5000;
 
 /**
  * At proposal (connectors, sources): the endpoint's rules, and where its name resolves now: only
- * to public addresses (or allowed ranges). A broken rule is a 400 naming `endpoint`.
+ * to public addresses (or allowed ranges). A broken rule is a 400 naming the field (`endpoint`, an MCP server's `url`).
  */
-export async function requireResolvingEndpoint(egress: Pick<Egress, 'check'>, endpoint: string): Promise<void> {
+export async function requireResolvingEndpoint(egress: Pick<Egress, 'check'>, endpoint: string, field = 'endpoint'): Promise<void> {
   const checked = await egress.check(endpoint, ENDPOINT_CHECK_TIMEOUT_MS);
-  if (!checked.ok) throw invalid(checked.reason === 'endpoint' ? checked.message : `endpoint must resolve only to public addresses: ${checked.message}.`);
+  if (!checked.ok) {
+    throw invalid(checked.reason === 'endpoint' ? checked.message.replace(/^endpoint\b/, field) : `${field} must resolve only to public addresses: ${checked.message}.`);
+  }
 }

@@ -161,14 +161,25 @@ export async function markErrored(d: ExecutionDeps, id: string, phase: NonNullab
 /** What a connector's failure means for the request; the intent is ERRORED with its phase. */
 function releaseFailure(e: unknown) {
   const phase = e instanceof ConnectorError ? e.phase : 'outcome-unknown';
-  const message = e instanceof Error ? e.message : String(e);
+  return failureOfPhase(phase, e instanceof Error ? e.message : String(e), e);
+}
+
+/**
+ * The error a request answers for a release that ended in `phase` (the phase an ERRORED intent
+ * keeps): nothing was executed (a re-check failed, a condition no longer held, the connector failed
+ * before sending), or the outcome is unknown.
+ */
+export function failureOfPhase(phase: NonNullable<IntentStatus['error']>['phase'], message: string, cause?: unknown) {
+  if (phase === 'recheck-failed') {
+    return fail('conflict', `The authorization no longer holds; ${message.replace(/^Nothing was released: /, 'nothing was released: ')}`, 'AUTHORIZATION_NO_LONGER_VALID', { executionStatus: 'NOT_EXECUTED' }, cause);
+  }
   if (phase === 'conditions-not-met') {
-    return fail('conflict', `A condition of the authorization no longer holds; nothing was executed. ${message}`.trim(), 'AUTHORIZATION_NO_LONGER_VALID', { executionStatus: 'NOT_EXECUTED' }, e);
+    return fail('conflict', `A condition of the authorization no longer holds; nothing was executed. ${message}`.trim(), 'AUTHORIZATION_NO_LONGER_VALID', { executionStatus: 'NOT_EXECUTED' }, cause);
   }
   if (phase === 'before-send') {
-    return fail('bad_gateway', 'The connector failed before sending; the action was not executed.', 'RUNTIME_ERROR', { executionStatus: 'NOT_EXECUTED' }, e);
+    return fail('bad_gateway', 'The connector failed before sending; the action was not executed.', 'RUNTIME_ERROR', { executionStatus: 'NOT_EXECUTED' }, cause);
   }
-  return fail('bad_gateway', 'The outcome of the release is unknown; the intent must be reconciled.', 'EXECUTION_OUTCOME_UNKNOWN', { executionStatus: 'EXECUTION_UNKNOWN' }, e);
+  return fail('bad_gateway', 'The outcome of the release is unknown; the intent must be reconciled.', 'EXECUTION_OUTCOME_UNKNOWN', { executionStatus: 'EXECUTION_UNKNOWN' }, cause);
 }
 
 export const release = (d: ExecutionDeps): OutcomeStage =>

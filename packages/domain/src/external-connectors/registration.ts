@@ -7,6 +7,7 @@ import { changeViewBase, changeViewDecision, readProposalFields } from '../gover
 import { readEndpoint } from '../egress/endpoint.js';
 import { CAPABILITY_MAX_LENGTH, CAPABILITY_PATTERN } from '../execution/transaction-request.js';
 import { namespaceOf } from '../execution/connectors.js';
+import { isMcpNamespace, MCP_NAMESPACE_PREFIX } from '../mcp/names.js';
 import { POLICY_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
 
@@ -99,17 +100,14 @@ export function readProposal(input: unknown, ownedElsewhere: NamespaceOwner): Pr
 
   const endpoint = readEndpoint(body.endpoint);
   if (!endpoint.ok) throw invalid(`endpoint ${endpoint.problem}`);
-  if (typeof body.policyName !== 'string' || !POLICY_NAME.test(body.policyName)) {
-    throw invalid(`policyName must be a policy name matching ${POLICY_NAME_PATTERN}.`);
-  }
   return {
     kind,
     payload: {
       capability,
       endpoint: endpoint.endpoint.url,
-      policyName: body.policyName,
+      policyName: readPolicyName(body.policyName),
       forwardedParameters: readForwardedParameters(body.forwardedParameters),
-      timeoutMs: readTimeout(body.timeoutMs),
+      timeoutMs: readConnectorTimeout(body.timeoutMs),
     },
   };
 }
@@ -127,6 +125,12 @@ function readCapability(value: unknown, ownedElsewhere: NamespaceOwner): string 
   return value;
 }
 
+/** The policy that decides a registration's requests (spec 2.5: pattern, at most 128 characters). */
+export function readPolicyName(value: unknown): string {
+  if (typeof value !== 'string' || !POLICY_NAME.test(value)) throw invalid(`policyName must be a policy name matching ${POLICY_NAME_PATTERN}.`);
+  return value;
+}
+
 function readForwardedParameters(value: unknown): string[] {
   if (!Array.isArray(value)) throw invalid('forwardedParameters is required: the names of the intent parameters sent to the endpoint (an array, empty to send none).');
   if (value.length > FORWARDED_PARAMETERS_MAX) throw invalid(`forwardedParameters must name at most ${FORWARDED_PARAMETERS_MAX} parameters.`);
@@ -141,7 +145,8 @@ function readForwardedParameters(value: unknown): string[] {
   return value as string[];
 }
 
-function readTimeout(value: unknown): number {
+/** How long a release waits for its answer (spec 2.5, 8): 1000 to 30000 ms, default 10000. */
+export function readConnectorTimeout(value: unknown): number {
   if (value === undefined) return CONNECTOR_TIMEOUT_MS.default;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < CONNECTOR_TIMEOUT_MS.min || value > CONNECTOR_TIMEOUT_MS.max) {
     throw invalid(`timeoutMs must be a whole number of milliseconds from ${CONNECTOR_TIMEOUT_MS.min} to ${CONNECTOR_TIMEOUT_MS.max} (default ${CONNECTOR_TIMEOUT_MS.default}).`);

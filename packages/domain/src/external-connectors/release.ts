@@ -10,6 +10,7 @@ import { ConnectorError, namespaceOf, type Connector, type ReleaseCondition, typ
 import { isPlainObject } from '../shared/guards.js';
 import type { ExternalConnectorStore, ReleaseClaims, ReleaseTokenSigner } from './ports.js';
 import type { ExternalConnectorRegistration } from './registration.js';
+import { stillActive } from '../governance/registrations.js';
 
 export interface ExternalReleaseDeps {
   egress: Egress;
@@ -95,15 +96,7 @@ export class ExternalConnector implements Connector {
   async release(request: ReleaseRequest): Promise<{ result: unknown }> {
     const { registration, deps } = this;
     // It may have been revoked since the request was decided: then nothing may be sent.
-    let current: ExternalConnectorRegistration | undefined;
-    try {
-      current = await deps.registrations.active(registration.capability);
-    } catch (e) {
-      throw new ConnectorError('before-send', 'The registration could not be read again before release; nothing was sent.', { cause: e });
-    }
-    if (current?.registrationId !== registration.registrationId) {
-      throw new ConnectorError('before-send', `The registration of '${registration.capability}' was revoked before release; nothing was sent.`);
-    }
+    await stillActive(deps.registrations, registration.capability, registration.registrationId, `'${registration.capability}'`);
     const claims = releaseClaims(registration, request, { now: deps.clock.now(), jti: deps.ids.uuid(), issuer: deps.issuer });
     let token: string;
     try {

@@ -5,6 +5,7 @@
  * capability, a source name) is active, whoever races: the store enforces it atomically.
  */
 import type { Page } from '../ports/page.js';
+import { ConnectorError } from '../execution/connectors.js';
 import { conflict } from '../shared/errors.js';
 import type { PendingChange } from './change.js';
 import type { ChangeApplier } from './ports.js';
@@ -45,6 +46,22 @@ export async function activeForProposal<R extends Registration>(
   if (kind === 'register' && active) throw conflict(`${what} already has an active registration ('${active.registrationId}'); revoke it first.`);
   if (kind === 'revoke' && !active) throw conflict(`${what} has no active registration to revoke.`);
   return active;
+}
+
+/**
+ * Before a release to a registered entry (an external connector, an MCP server): the registration
+ * the request was decided with must still be the active one; revoked (or replaced) since, nothing
+ * may be sent. Either failure is `before-send`.
+ */
+export async function stillActive<R extends Registration>(store: Pick<RegistrationStore<R>, 'active'>, key: string, registrationId: string, what: string): Promise<R> {
+  let current: R | undefined;
+  try {
+    current = await store.active(key);
+  } catch (e) {
+    throw new ConnectorError('before-send', `The registration of ${what} could not be read again before release; nothing was sent.`, { cause: e });
+  }
+  if (current?.registrationId !== registrationId) throw new ConnectorError('before-send', `The registration of ${what} was revoked before release; nothing was sent.`);
+  return current;
 }
 
 /** Applies an approved change of a registry; running it again for the same change changes nothing. */

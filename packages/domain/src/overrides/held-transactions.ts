@@ -15,13 +15,13 @@ import { OVERRIDE_EXPIRED_RULE_ID, OVERRIDE_REJECTED_RULE_ID } from '../policy/d
 import { DomainError, conflict, forbidden, invalid, notFound } from '../shared/errors.js';
 import { checkStepUpEnvelope, readStepUpEnvelope } from '../governance/step-up.js';
 import { refusalDecision } from '../execution/decision-stages.js';
-import { heldNoLongerPending, signRefusal } from '../execution/outcome-stages.js';
+import { failureOfPhase, heldNoLongerPending, signRefusal } from '../execution/outcome-stages.js';
 import { EVERY_CALLER, type ExecutionStore, type ReadScope } from '../execution/ports.js';
 import type { ExecutionOutcome, PolicyCatalog } from '../execution/context.js';
 import { expectedApprovalScope, type ApprovalScopeClaim } from '../approvals/approval.js';
 import type { DecidedTransaction } from '../execution/decided.js';
 import { HELD_STATUSES, type HeldStatus, type HeldTransaction } from '../execution/held.js';
-import type { PolicyBinding } from '../execution/records.js';
+import type { PolicyBinding, SignedTrustRecord } from '../execution/records.js';
 
 /** A held transaction as `GET /overrides/{id}` serves it. */
 export interface HeldTransactionView {
@@ -45,16 +45,32 @@ export interface HeldTransactionView {
   reason?: string;
 }
 
+/** How a wait for a held transaction ended. */
+export type HeldEnd =
+  /** Approved and released: the Trust Record and the connector's result. */
+  | { kind: 'executed'; record: SignedTrustRecord; result: unknown }
+  /** Approved, and its release did not complete (nothing executed, or an unknown outcome). */
+  | { kind: 'failed'; error: DomainError }
+  /** Rejected by a human, or refused by expiry. */
+  | { kind: 'refused'; status: 'REJECTED' | 'EXPIRED'; reason?: string }
+  /** The waiter went away first (it stays held until a human decides or it expires). */
+  | { kind: 'abandoned' };
+
+/** How long an approved transaction's release may take before a waiter calls its outcome unknown (an approving process may have died). */
+export const RELEASE_WAIT_MS = 120_000;
+
 export interface HeldTransactionsDeps {
   /** The policy versions the held transactions were decided by (for the scope an approval must carry). */
   policies: PolicyCatalog;
-  store: Pick<ExecutionStore, 'getHeld' | 'listHeld' | 'refuseHeld' | 'listExpiredHeld'>;
+  store: Pick<ExecutionStore, 'getHeld' | 'listHeld' | 'refuseHeld' | 'listExpiredHeld' | 'getIntent' | 'getTrustRecord'>;
   /** Releases an approved one through the pipeline (ExecutionService.releaseHeld). */
   execution: { releaseHeld(decided: DecidedTransaction, approval: { approverId: string; approvedAt: string; approval: unknown }): Promise<ExecutionOutcome> };
   signer: Signer;
   hasher: Pick<Hasher, 'contentHash'>;
   clock: Clock;
   stepUpVerifier: StepUpSignatureVerifier;
+  /** Resolves after `ms`, or at once when `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 const NOT_FOUND = () => notFound('Held transaction not found.');
@@ -152,6 +168,54 @@ export class HeldTransactions {
     let n = 0;
     for (const id of await this.d.store.listExpiredHeld(this.d.clock.now().toISOString(), limit)) if (await this.expire(id)) n++;
     return n;
+  }
+
+  /**
+   * Waits for what becomes of a held transaction (a door that holds its caller, such as an MCP
+   * call): a human's approval and the release it starts (on any instance), a rejection, or the end
+   * of its time, when it is refused by expiry here if nobody did yet. `onWaiting` runs at every
+   * look while it is pending (progress for the caller). Polls the store: the decision may be taken
+   * on another instance.
+   */
+  async awaitOutcome(id: string, options: { pollMs?: number; signal?: AbortSignal; onWaiting?: (held: HeldTransaction) => Promise<void> } = {}): Promise<HeldEnd> {
+    const pollMs = options.pollMs ?? 500;
+    let approvedAt: number | undefined;
+    for (;;) {
+      if (options.signal?.aborted) return { kind: 'abandoned' };
+      const held = await this.d.store.getHeld(id, EVERY_CALLER);
+      if (!held) throw NOT_FOUND();
+      const now = this.d.clock.now().getTime();
+      if (held.status === 'REJECTED' || held.status === 'EXPIRED') return { kind: 'refused', status: held.status, ...(held.reason !== undefined ? { reason: held.reason } : {}) };
+      if (held.status === 'PENDING') {
+        if (Date.parse(held.expiresAt) <= now) {
+          await this.expire(id);
+          continue;
+        }
+        await options.onWaiting?.(held);
+      } else {
+        approvedAt ??= Date.parse(held.decidedAt ?? held.createdAt);
+        const ended = await this.releaseOutcome(id);
+        if (ended) return ended;
+        if (now - approvedAt > RELEASE_WAIT_MS) {
+          return { kind: 'failed', error: failureOfPhase('outcome-unknown', 'The approved release did not record its outcome in time.') };
+        }
+      }
+      await this.d.sleep(pollMs, options.signal);
+    }
+  }
+
+  /** What an approved transaction's release came to, once it is recorded. */
+  private async releaseOutcome(id: string): Promise<HeldEnd | undefined> {
+    const stored = await this.d.store.getIntent(id, EVERY_CALLER);
+    if (!stored) return undefined;
+    const { state, error } = stored.status;
+    if (state === 'FINALIZED') {
+      const record = await this.d.store.getTrustRecord(id, EVERY_CALLER);
+      return record ? { kind: 'executed', record, result: record.executions[0]?.result ?? null } : undefined;
+    }
+    if (state === 'ERRORED') return { kind: 'failed', error: failureOfPhase(error?.phase ?? 'outcome-unknown', error?.message ?? '') };
+    if (state === 'RESOLVED') return { kind: 'failed', error: failureOfPhase('outcome-unknown', 'A human reconciled the release at its connector.') };
+    return undefined;
   }
 
   /** The held transaction, PENDING and unexpired, that `decider` may decide; else the refusal. */

@@ -1,0 +1,2 @@
+export * from './stdio-servers.js';
+export * from './upstream-pool.js';
