@@ -9,6 +9,8 @@ import { unwrapServedRecord, verifyOffline } from '@ets/adapters-crypto';
 import {
   apiKeysEnv,
   bearer,
+  envelope,
+  heldApproval,
   makeKey,
   publishPolicy,
   startTestNetwork,
@@ -48,6 +50,8 @@ describe.each(STORAGE_TARGETS)('MCP gateway on $name: upstreams by maker-checker
       SVC_MCP_STDIO_SERVERS: stdio.file,
       // The stdio child must not inherit what the service holds.
       SVC_SIGNING_PROVIDER: 'disk',
+      // Held calls wait 10 seconds for a human here.
+      SVC_MCP_HOLD_SECONDS: '10',
     });
     for (const name of ['crm-tools', 'scripted-tools', 'everything-tools']) await publishPolicy(server.dataSource, mcpPolicy(name) as PolicyDocument);
     crm = await httpsUpstream(network, 'mcp.crm.test');
@@ -152,12 +156,64 @@ describe.each(STORAGE_TARGETS)('MCP gateway on $name: upstreams by maker-checker
     expect(crm.calls.length).toBe(before);
   });
 
-  it('a call whose policy requires an override is recorded and not released (phase 1): isError with ets/override PENDING', async () => {
+  /** A held call's transaction, found in the held list by its unique customer id. */
+  const heldFor = async (customerId: string): Promise<Record<string, unknown>> => {
+    for (let tries = 0; ; tries++) {
+      const listed = (await get('/overrides?status=PENDING&pageSize=100')).body as { items: { businessTransactionId: string; parameters: { customerId?: string } }[] };
+      const found = listed.items.find((i) => i.parameters.customerId === customerId);
+      if (found) return found as unknown as Record<string, unknown>;
+      if (tries > 200) throw new Error(`no held transaction for ${customerId}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const heldCall = (customerId: string, progress: unknown[] = []) =>
+    client.callTool({ name: 'crm__create_invoice', arguments: { customerId, amount: 700 } }, undefined, { onprogress: (p) => void progress.push(p), timeout: 120_000 }) as Promise<unknown> as Promise<ToolResult>;
+
+  it('a call whose policy requires an override is held until a human approves it; then the upstream is called once and the call returns its result', async () => {
     const before = crm.calls.length;
-    const result = await call('crm__create_invoice', { customerId: 'c-42', amount: 700 });
-    expect(result).toMatchObject({ isError: true, _meta: { 'ets/override': { businessTransactionId: expect.any(String), status: 'PENDING' } } });
+    const progress: unknown[] = [];
+    const answer = heldCall('c-held-1', progress);
+    const held = await heldFor('c-held-1');
+    const id = held.businessTransactionId as string;
+    expect(held).toMatchObject({ callerId: 'agent-7', action: 'mcp-crm:create-invoice', status: 'PENDING', decision: { matchedRuleId: 'look-closer' } });
+    expect((await get(`/transactions/${id}`)).body).toMatchObject({ outcome: 'HELD' });
+    // The agent is told it waits (progress it asked for), and nothing reached the upstream yet.
+    for (let tries = 0; progress.length === 0 && tries < 100; tries++) await new Promise((r) => setTimeout(r, 100));
+    expect(progress[0]).toMatchObject({ progress: expect.any(Number), total: 10, message: expect.stringContaining(id) });
+    expect(crm.calls.length).toBe(before);
+    const tx = { businessTransactionId: id, intent: { action: 'mcp-crm:create-invoice' }, signals: held.signals };
+    const approved = await request(server.url).post(`/overrides/${id}/approve`).set('authorization', bearer(bob)).send(heldApproval(bob, tx));
+    expect(approved.status).toBe(200);
+    const result = await answer;
+    expect(result.isError).toBeUndefined();
+    expect(result.content).toEqual([{ type: 'text', text: 'create_invoice done' }]);
+    expect(result._meta!['ets/trustRecord']).toMatchObject({ businessTransactionId: id });
+    expect(crm.calls.slice(before)).toEqual([{ name: 'create_invoice', arguments: { customerId: 'c-held-1', amount: 700 } }]);
+    const record = (await get(`/trust-records/${id}`)).body as { override: { approverId: string }; executions: unknown[] };
+    expect(record.override.approverId).toBe('bob');
+    expect(record.executions).toHaveLength(1);
+  });
+
+  it('a held call a human rejects returns isError with ets/override REJECTED; nothing reaches the upstream', async () => {
+    const before = crm.calls.length;
+    const answer = heldCall('c-held-2');
+    const id = (await heldFor('c-held-2')).businessTransactionId as string;
+    const rejected = await request(server.url).post(`/overrides/${id}/reject`).set('authorization', bearer(bob)).send(envelope(bob, id, 'reject', { pendingPolicyChangeId: undefined, businessTransactionId: id, reason: 'Not this customer' }));
+    expect(rejected.status).toBe(200);
+    expect(await answer).toMatchObject({ isError: true, _meta: { 'ets/override': { businessTransactionId: id, status: 'REJECTED' } } });
+    expect((await get(`/refusal/${id}`)).body).toMatchObject({ matchedRuleId: 'override-rejected' });
+    expect(crm.calls.length).toBe(before);
+  });
+
+  it('a held call nobody approves within SVC_MCP_HOLD_SECONDS is refused by expiry when the hold ends', async () => {
+    const before = crm.calls.length;
+    const result = await heldCall('c-held-3');
     const id = result._meta!['ets/override']!.businessTransactionId as string;
-    expect((await get(`/transactions/${id}`)).body).toMatchObject({ outcome: 'RECORDED' });
+    expect(result).toMatchObject({ isError: true, _meta: { 'ets/override': { status: 'EXPIRED' } } });
+    expect((await get(`/overrides/${id}`)).body).toMatchObject({ status: 'EXPIRED' });
+    expect((await get(`/refusal/${id}`)).body).toMatchObject({ matchedRuleId: 'override-expired' });
+    const late = await request(server.url).post(`/overrides/${id}/approve`).set('authorization', bearer(bob)).send(heldApproval(bob, { businessTransactionId: id, intent: { action: 'mcp-crm:create-invoice' }, signals: { customerId: 'c-held-3', amount: 700 } }));
+    expect(late.status).toBe(409);
     expect(crm.calls.length).toBe(before);
   });
 
