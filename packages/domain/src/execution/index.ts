@@ -10,3 +10,4 @@ export type { DecidedTransaction, DecisionContext, ExecutionDeps, ExecutionOutco
 export { PRINCIPAL_NOT_PERMITTED, type DecisionStage } from './decision-stages.js';
 export { recordReleaseInTwoSteps, type OutcomeStage } from './outcome-stages.js';
 export * from './policy-catalog.js';
+export { InMemoryExecutionStore, type InMemoryExecutionStoreOptions, type LeafLog } from './in-memory-store.js';
