@@ -2,26 +2,30 @@ import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
-import { createDataSource, IntentStateConflictError, migrate, TypeOrmExecutionStore, TypeOrmRecordedDecisions, withSqliteWriteLock } from '@ets/adapters-persistence';
-import { canonicalize, Sha256Hasher } from '@ets/adapters-crypto';
+import { createDataSource, migrate, TypeOrmExecutionStore, TypeOrmRecordedDecisions, withSqliteWriteLock } from '@ets/adapters-persistence';
+import { canonicalize, InMemoryTransparencyLog, Sha256Hasher } from '@ets/adapters-crypto';
 import {
   DuplicateTransactionError,
   ExecutionService,
   EVERY_CALLER as ALL,
+  InMemoryExecutionStore,
   INTENT_IN_FLIGHT_LEASE_MS,
+  IntentStateConflictError,
   type ChainHead,
   type DecidedInput,
   type ExecutionEntry,
+  type ExecutionStore,
   type IntentResolution,
   type PolicyDecision,
   type ReadScope,
+  type RecordedDecisions,
   type ReleaseContext,
   type SignedIntent,
   type SignedRefusal,
   type SignedTrustRecord,
   type TransactionClaim,
 } from '@ets/domain';
-import { STORAGE_TARGETS, type ProvisionedTarget } from '@ets/test-support';
+import { STORAGE_TARGETS, type ProvisionedTarget, type TargetFactory } from '@ets/test-support';
 
 // --- fixtures ---------------------------------------------------------------------------------------
 
@@ -171,28 +175,165 @@ function expectSingleChain(records: SignedTrustRecord[]): string | null {
   return cursor;
 }
 
+/** Every Trust Record a store lists, in its order, 100 a page. */
+async function everyRecord(s: ExecutionStore, scope: ReadScope = ALL): Promise<SignedTrustRecord[]> {
+  const out: SignedTrustRecord[] = [];
+  for (let page = 1; ; page++) {
+    const { items } = await s.listTrustRecordTexts(scope, page, 100);
+    let n = 0;
+    for await (const text of items) {
+      out.push(JSON.parse(text) as SignedTrustRecord);
+      n++;
+    }
+    if (n < 100) return out;
+  }
+}
+
+// --- targets ----------------------------------------------------------------------------------------
+
+type Table = 'business_transactions' | 'refusal_records' | 'trust_records' | 'execution_intents';
+
+/**
+ * A fresh store on one target, and what the tests look at beside the port: what the SQL stores keep
+ * in their tables (rows, the chain's head and positions, log leaves), the in-memory store in its own.
+ */
+interface OpenedStore {
+  store: ExecutionStore;
+  /** A store on the same storage with another in-flight lease. */
+  withLease(inFlightLeaseMs: number): ExecutionStore;
+  /** The decisions kept with the claims (the impact preview's port). */
+  decisions: RecordedDecisions;
+  /** How many rows the id has in `table` (what the store keeps of that kind). */
+  rows(table: Table, id: string): Promise<number>;
+  chainHead(): Promise<string | null>;
+  headPosition(): Promise<number>;
+  /** Each Trust Record's chain position (null: a record without executions). */
+  chainPositions(): Promise<Map<string, number | null>>;
+  claimOutcome(id: string): Promise<string>;
+  /** The transparency-log leaves of the id's Trust Record. */
+  trustRecordLeaves(id: string): Promise<number>;
+  /** SQL targets only: the database, for the tests about a DataSource. */
+  sql?: SqlStorage;
+  close(): Promise<void>;
+}
+
+interface SqlStorage {
+  ds: DataSource;
+  /** Another DataSource on the same database, destroyed with the store. */
+  open(): Promise<DataSource>;
+}
+
+interface StoreTarget {
+  name: 'sqlite' | 'postgres' | 'memory';
+  open(): Promise<OpenedStore>;
+}
+
+const headOf = async (on: DataSource): Promise<string | null> => {
+  const [r] = (await on.query('SELECT head_hash FROM execution_chain WHERE id = 1')) as { head_hash: string | null }[];
+  return r!.head_hash;
+};
+
+/** TypeOrmExecutionStore on a throwaway SQLite file or PostgreSQL database. */
+const sqlTarget = (factory: TargetFactory): StoreTarget => ({
+  name: factory.name,
+  async open() {
+    const db: ProvisionedTarget = await factory.provision();
+    const sources: DataSource[] = [];
+    const open = async (): Promise<DataSource> => {
+      const d = createDataSource(db.target);
+      await d.initialize();
+      sources.push(d);
+      return d;
+    };
+    const sql: SqlStorage = { ds: await open(), open };
+    await migrate(sql.ds);
+    const p = (n: number): string => (factory.name === 'postgres' ? `$${n}` : '?');
+    const query = async <T>(text: string, params: unknown[] = []): Promise<T[]> => (await sql.ds.query(text, params)) as T[];
+    return {
+      store: new TypeOrmExecutionStore(sql.ds),
+      withLease: (inFlightLeaseMs) => new TypeOrmExecutionStore(sql.ds, { inFlightLeaseMs }),
+      decisions: new TypeOrmRecordedDecisions(sql.ds),
+      async rows(table, id) {
+        const [r] = await query<{ n: string | number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE business_transaction_id = ${p(1)}`, [id]);
+        return Number(r!.n);
+      },
+      chainHead: () => headOf(sql.ds),
+      async headPosition() {
+        const [head] = await query<{ head_position: string | number }>('SELECT head_position FROM execution_chain WHERE id = 1');
+        return Number(head!.head_position);
+      },
+      async chainPositions() {
+        const r = await query<{ business_transaction_id: string; chain_position: string | number | null }>('SELECT business_transaction_id, chain_position FROM trust_records');
+        return new Map(r.map((x) => [x.business_transaction_id, x.chain_position === null ? null : Number(x.chain_position)]));
+      },
+      async claimOutcome(id) {
+        const [r] = await query<{ outcome: string }>(`SELECT outcome FROM business_transactions WHERE business_transaction_id = ${p(1)}`, [id]);
+        return r!.outcome;
+      },
+      async trustRecordLeaves(id) {
+        const [r] = await query<{ n: string | number }>(`SELECT COUNT(*) AS n FROM transparency_log_leaves WHERE record_kind = 'trust-record' AND record_id = ${p(1)}`, [id]);
+        return Number(r!.n);
+      },
+      sql,
+      async close() {
+        for (const d of sources) if (d.isInitialized) await d.destroy();
+        await db.drop();
+      },
+    };
+  },
+});
+
+/**
+ * InMemoryExecutionStore, keeping RFC 8785 texts (as the SQL stores do) and appending to an
+ * in-memory transparency log. What the SQL targets count in tables it answers from its own state.
+ */
+const memoryTarget: StoreTarget = {
+  name: 'memory',
+  async open() {
+    const hasher = new Sha256Hasher();
+    const log = new InMemoryTransparencyLog();
+    const store = new InMemoryExecutionStore({ hasher, log });
+    const kept: Record<Table, (id: string) => Promise<boolean>> = {
+      business_transactions: (id) => store.isClaimed(id),
+      refusal_records: async (id) => (await store.getRefusal(id, ALL)) !== undefined,
+      trust_records: (id) => store.hasTrustRecord(id, ALL),
+      execution_intents: async (id) => (await store.getIntent(id, ALL)) !== undefined,
+    };
+    return {
+      store,
+      withLease: (inFlightLeaseMs) => new InMemoryExecutionStore({ hasher, log, inFlightLeaseMs }),
+      decisions: store,
+      rows: async (table, id) => Number(await kept[table](id)),
+      chainHead: async () => store.chainHead().chainHash,
+      headPosition: async () => store.chainHead().position,
+      async chainPositions() {
+        const ids = (await everyRecord(store)).map((r) => r.businessTransactionId);
+        return new Map(ids.map((id) => [id, store.chainPosition(id)!]));
+      },
+      claimOutcome: async (id) => (await store.getClaim(id, ALL))!.outcome,
+      async trustRecordLeaves(id) {
+        const text = await store.getTrustRecordText(id, ALL);
+        if (text === undefined) return 0;
+        const leaves = await log.leaves(0, (await log.treeHead()).treeSize);
+        return leaves.filter((leaf) => leaf === sha256(text)).length;
+      },
+      close: async () => undefined,
+    };
+  },
+};
+
+/** The contract runs on every store: SQLite, PostgreSQL, and the domain's in-memory store for unit tests. */
+const TARGETS: StoreTarget[] = [...STORAGE_TARGETS.map(sqlTarget), memoryTarget];
+
 // --- suite ------------------------------------------------------------------------------------------
 
-describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
-  let db: ProvisionedTarget;
-  let ds: DataSource;
-  let store: TypeOrmExecutionStore;
-  const extra: DataSource[] = [];
-
-  const open = async (): Promise<DataSource> => {
-    const d = createDataSource(db.target);
-    await d.initialize();
-    return d;
-  };
-  const p = (n: number): string => (factory.name === 'postgres' ? `$${n}` : '?');
-  const rows = async (table: string, id: string, on = ds): Promise<number> => {
-    const [r] = (await on.query(`SELECT COUNT(*) AS n FROM ${table} WHERE business_transaction_id = ${p(1)}`, [id])) as { n: string | number }[];
-    return Number(r!.n);
-  };
-  const chainHead = async (on = ds): Promise<string | null> => {
-    const [r] = (await on.query('SELECT head_hash FROM execution_chain WHERE id = 1')) as { head_hash: string | null }[];
-    return r!.head_hash;
-  };
+describe.each(TARGETS)('execution store on $name', (target) => {
+  let opened: OpenedStore;
+  let store: ExecutionStore;
+  /** The database of an SQL target (for the tests that run on SQL targets only). */
+  const sql = (): SqlStorage => opened.sql!;
+  const rows = (table: Table, id: string): Promise<number> => opened.rows(table, id);
+  const chainHead = (): Promise<string | null> => opened.chainHead();
   /** A page of GET /trust-records with its items parsed. */
   const recordPage = async (page: number, pageSize: number, scope: ReadScope = ALL, s = store) => {
     const texts = await s.listTrustRecordTexts(scope, page, pageSize);
@@ -200,28 +341,18 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
     for await (const text of texts.items) items.push(JSON.parse(text) as SignedTrustRecord);
     return { ...texts, items };
   };
-  const allRecords = async (s = store, scope: ReadScope = ALL): Promise<SignedTrustRecord[]> => {
-    const out: SignedTrustRecord[] = [];
-    for (let page = 1; ; page++) {
-      const { items } = await recordPage(page, 100, scope, s);
-      out.push(...items);
-      if (items.length < 100) return out;
-    }
-  };
+  const allRecords = (s = store, scope: ReadScope = ALL): Promise<SignedTrustRecord[]> => everyRecord(s, scope);
   const released = async (id: string, s = store): Promise<void> => {
     await s.prepareIntent(claimOf(id), intentOf(id), at(0));
     await s.markReleased(id, contextOf(id), at(2));
   };
 
   beforeEach(async () => {
-    db = await factory.provision();
-    ds = await open();
-    await migrate(ds);
-    store = new TypeOrmExecutionStore(ds);
+    opened = await target.open();
+    store = opened.store;
   });
   afterEach(async () => {
-    for (const d of [ds, ...extra.splice(0)]) if (d.isInitialized) await d.destroy();
-    await db.drop();
+    await opened.close();
   });
 
   describe('claims', () => {
@@ -511,7 +642,9 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       expect(expectSingleChain(records)).toBe(await chainHead());
     });
 
-    (factory.name === 'sqlite' ? it : it.skip)('withSqliteWriteLock runs between write transactions, never inside one', async () => {
+    // SQLite only: the writer's lock on its DataSource.
+    (target.name === 'sqlite' ? it : it.skip)('withSqliteWriteLock runs between write transactions, never inside one', async () => {
+      const { ds } = sql();
       const connection = (ds.driver as unknown as { databaseConnection: { inTransaction: boolean } }).databaseConnection;
       const ids = Array.from({ length: 10 }, () => randomUUID());
       const seen: boolean[] = [];
@@ -522,11 +655,11 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       expect(seen).toEqual(ids.map(() => false));
     });
 
-    (factory.name === 'postgres' ? it : it.skip)(
+    // PostgreSQL only: two DataSources (two instances) on one database.
+    (target.name === 'postgres' ? it : it.skip)(
       'two DataSources sharing one PostgreSQL extend ONE chain (2 x 25 concurrent finalizes)',
       async () => {
-        const other = await open();
-        extra.push(other);
+        const other = await sql().open();
         const otherStore = new TypeOrmExecutionStore(other);
         const ids = Array.from({ length: 50 }, () => randomUUID());
         await Promise.all(ids.map((id, i) => released(id, i % 2 === 0 ? store : otherStore)));
@@ -537,7 +670,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
         const records = await allRecords(otherStore);
         expect(records).toHaveLength(50);
         const tail = expectSingleChain(records);
-        expect(await chainHead(other)).toBe(tail);
+        expect(await headOf(other)).toBe(tail);
         // And both instances racing on the SAME ids finalize each exactly once.
         const same = Array.from({ length: 10 }, () => randomUUID());
         for (const id of same) await released(id);
@@ -550,14 +683,8 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
 
   describe('completeRelease: the release and its Trust Record in one commit', () => {
     const prepared = async (id: string, s = store): Promise<void> => s.prepareIntent(claimOf(id), intentOf(id), at(0));
-    const claimOutcome = async (id: string): Promise<string> => {
-      const [r] = (await ds.query(`SELECT outcome FROM business_transactions WHERE business_transaction_id = ${p(1)}`, [id])) as { outcome: string }[];
-      return r!.outcome;
-    };
-    const leaves = async (id: string): Promise<number> => {
-      const [r] = (await ds.query(`SELECT COUNT(*) AS n FROM transparency_log_leaves WHERE record_kind = 'trust-record' AND record_id = ${p(1)}`, [id])) as { n: string | number }[];
-      return Number(r!.n);
-    };
+    const claimOutcome = (id: string): Promise<string> => opened.claimOutcome(id);
+    const leaves = (id: string): Promise<number> => opened.trustRecordLeaves(id);
 
     it('moves PREPARED to FINALIZED with the record, the claim EXECUTED, the chain head and the log leaf, and ends the lease', async () => {
       const id = randomUUID();
@@ -633,8 +760,8 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       const records = await allRecords();
       expect(records).toHaveLength(finalized);
       expect(expectSingleChain(records)).toBe(await chainHead());
-      const [pos] = (await ds.query('SELECT MIN(chain_position) AS lo, MAX(chain_position) AS hi, COUNT(*) AS n FROM trust_records')) as { lo: number; hi: number; n: number }[];
-      expect([Number(pos!.lo), Number(pos!.hi), Number(pos!.n)]).toEqual([1, finalized, finalized]);
+      const positions = [...(await opened.chainPositions()).values()];
+      expect([Math.min(...(positions as number[])), Math.max(...(positions as number[])), positions.length]).toEqual([1, finalized, finalized]);
       expect((await store.listIntents(['RELEASED'], ALL, 1, 100)).total).toBe(ids.length - finalized);
     });
 
@@ -653,15 +780,15 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       expect(expectSingleChain(records)).toBe(await chainHead());
     });
 
-    (factory.name === 'postgres' ? it : it.skip)('two DataSources sharing one PostgreSQL extend ONE chain with concurrent releases', async () => {
-      const other = await open();
-      extra.push(other);
+    // PostgreSQL only: two DataSources (two instances) on one database.
+    (target.name === 'postgres' ? it : it.skip)('two DataSources sharing one PostgreSQL extend ONE chain with concurrent releases', async () => {
+      const other = await sql().open();
       const otherStore = new TypeOrmExecutionStore(other);
       const ids = Array.from({ length: 50 }, () => randomUUID());
       await Promise.all(ids.map((id, i) => prepared(id, i % 2 === 0 ? store : otherStore)));
       const results = await Promise.all(ids.map((id, i) => (i % 2 === 0 ? otherStore : store).completeRelease(id, contextOf(id), chainedBuild(id, { delayMs: i % 4 }), at(3))));
       expect(results.every((r) => r.record !== undefined)).toBe(true);
-      expect(expectSingleChain(await allRecords(otherStore))).toBe(await chainHead(other));
+      expect(expectSingleChain(await allRecords(otherStore))).toBe(await headOf(other));
     });
   });
 
@@ -753,7 +880,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       }
       await Promise.all(writes);
       const newest = [...mine].sort((a, b) => (a.at === b.at ? (a.id < b.id ? 1 : -1) : a.at < b.at ? 1 : -1));
-      const decisions = new TypeOrmRecordedDecisions(ds);
+      const decisions = opened.decisions;
       for (const limit of [1, 49, 50, 51, 100, 130, 1000]) {
         const read = [];
         for await (const d of decisions.latest('p', limit)) read.push(d);
@@ -771,10 +898,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
   });
 
   describe('chain order (GET /trust-records)', () => {
-    const chainPositions = async (): Promise<Map<string, number | null>> => {
-      const r = (await ds.query('SELECT business_transaction_id, chain_position FROM trust_records')) as { business_transaction_id: string; chain_position: string | number | null }[];
-      return new Map(r.map((x) => [x.business_transaction_id, x.chain_position === null ? null : Number(x.chain_position)]));
-    };
+    const chainPositions = (): Promise<Map<string, number | null>> => opened.chainPositions();
 
     /** Every neighbour links: each record's first previousChainHash is the chainHash of the record before it. */
     const expectLinkedInOrder = (records: SignedTrustRecord[]): void => {
@@ -819,8 +943,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       expectLinkedInOrder(listed);
       const positions = await chainPositions();
       expect(listed.map((r) => positions.get(r.businessTransactionId))).toEqual(ids.map((_, i) => i + 1));
-      const [head] = (await ds.query('SELECT head_position FROM execution_chain WHERE id = 1')) as { head_position: string | number }[];
-      expect(Number(head!.head_position)).toBe(25);
+      expect(await opened.headPosition()).toBe(25);
     });
 
     it('serves the stored texts exactly, a few at a time', async () => {
@@ -928,7 +1051,7 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
     });
 
     it('takes the lease length it is given', async () => {
-      const short = new TypeOrmExecutionStore(ds, { inFlightLeaseMs: 1000 });
+      const short = opened.withLease(1000);
       const id = randomUUID();
       await short.prepareIntent(claimOf(id), intentOf(id), at(0));
       expect(await short.resolve(id, resolution, at(0.5))).toEqual({ outcome: 'in-flight', until: at(1) });
@@ -962,9 +1085,9 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       }
     });
 
-    (factory.name === 'postgres' ? it : it.skip)('excludes each other across two DataSources on one PostgreSQL', async () => {
-      const other = await open();
-      extra.push(other);
+    // PostgreSQL only: two DataSources (two instances) on one database.
+    (target.name === 'postgres' ? it : it.skip)('excludes each other across two DataSources on one PostgreSQL', async () => {
+      const other = await sql().open();
       const otherStore = new TypeOrmExecutionStore(other);
       const ids = Array.from({ length: 20 }, () => randomUUID());
       for (const id of ids) await store.prepareIntent(claimOf(id), intentOf(id), at(0));
@@ -1043,7 +1166,9 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       expect(canonicalize(await store.getRefusal(refusedId, ALL))).toBe(canonicalize(refusal));
     });
 
-    it('keeps everything across closing and reopening the DataSource', async () => {
+    // SQL targets only: closing and reopening the DataSource.
+    (target.name === 'memory' ? it.skip : it)('keeps everything across closing and reopening the DataSource', async () => {
+      const storage = sql();
       const ids = Array.from({ length: 3 }, () => randomUUID());
       for (const id of ids) {
         await released(id);
@@ -1055,11 +1180,11 @@ describe.each(STORAGE_TARGETS)('execution store on $name', (factory) => {
       await store.storeRefusal(claimOf(refused, 'REFUSED'), refusalOf(refused));
       const before = await allRecords();
       const head = await chainHead();
-      await ds.destroy();
+      await storage.ds.destroy();
 
-      ds = await open();
-      expect(await migrate(ds)).toEqual([]);
-      store = new TypeOrmExecutionStore(ds);
+      storage.ds = await storage.open();
+      expect(await migrate(storage.ds)).toEqual([]);
+      store = new TypeOrmExecutionStore(storage.ds);
       expect(await allRecords()).toEqual(before);
       expect(await chainHead()).toBe(head);
       expect(expectSingleChain(before)).toBe(head);

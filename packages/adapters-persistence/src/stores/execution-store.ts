@@ -13,8 +13,11 @@ import { claimedBy, given, inScope, placeholders, toPg, where } from './sql.js';
 
 export { withSqliteWriteLock } from './sqlite-writer.js';
 import {
+  chainHeadAfter,
+  checkPage,
   DuplicateTransactionError,
   INTENT_IN_FLIGHT_LEASE_MS,
+  IntentStateConflictError,
   type AuthEvent,
   type ChainHead,
   type ClaimQuery,
@@ -43,19 +46,8 @@ import {
   type TransactionSearch,
 } from '@ets/domain';
 
-/**
- * Raised by markReleased / markErrored when the intent is missing or not in a state the transition
- * starts from: the conditional update moved nothing (a stale actor never moves an intent backwards).
- */
-export class IntentStateConflictError extends Error {
-  override readonly name = 'IntentStateConflictError';
-  constructor(
-    readonly businessTransactionId: string,
-    readonly transition: 'RELEASED' | 'ERRORED',
-  ) {
-    super(`Execution intent '${businessTransactionId}' cannot move to ${transition} from its current state.`);
-  }
-}
+// A port's error (the in-memory store raises it too); exported here as before.
+export { IntentStateConflictError };
 
 /**
  * How many stored records a page of `GET /trust-records` holds in memory at once: the page's ids
@@ -224,7 +216,7 @@ const SQL = {
 
 /** SQLite: the Trust Record at its chain position, the new chain head, the claim EXECUTED, the record's log leaf. */
 async function writeRecordSqlite(run: Run, id: string, record: SignedTrustRecord, head: ChainHead, position: number, at: string): Promise<void> {
-  const newHead = newHeadOf(record, head, id);
+  const newHead = chainHeadAfter(record, head, id);
   const body = canonicalJsonOf(record);
   await run(SQL.sqlite.finalizeRecord, [body, at, position, id]);
   await run(SQL.sqlite.finalizeHead, [newHead, position, at]);
@@ -295,7 +287,7 @@ class ReleaseWrite implements BulkWork<ReleaseItem, CompletedRelease> {
         continue;
       }
       try {
-        newHead = newHeadOf(record, { chainHash: head.hash }, item.id);
+        newHead = chainHeadAfter(record, { chainHash: head.hash }, item.id);
       } catch (e) {
         outcomes[index] = { ok: false, error: e };
         continue;
@@ -641,7 +633,7 @@ export class TypeOrmExecutionStore implements ExecutionStore, TransactionSearch 
         const record = await build(head);
         const position = Number(locked[0]!.head_position) + 1;
         const body = canonicalJsonOf(record);
-        const newHead = newHeadOf(record, head, id);
+        const newHead = chainHeadAfter(record, head, id);
         await run(SQL.pg.finalizeWrite, [id, body, at, newHead, position]);
         // A release later in the same batch links to this record (see completeRelease).
         transactionState(run).set(CHAIN_HEAD, { hash: newHead, position });
@@ -853,31 +845,8 @@ function sameId(claim: TransactionClaim, recordId: string): void {
   }
 }
 
-function checkPage(page: number, pageSize: number): void {
-  if (!Number.isInteger(page) || page < 1 || !Number.isInteger(pageSize) || pageSize < 1) {
-    throw new RangeError('page and pageSize must be whole numbers from 1');
-  }
-}
-
 /** LIMIT and OFFSET of a page. */
 const limitOffset = (page: number, pageSize: number): [number, number] => [pageSize, (page - 1) * pageSize];
-
-/**
- * The chain head after `record`: its last execution's chainHash. The record must link to the head
- * it was built from, or the chain would fork: nothing is stored then.
- */
-function newHeadOf(record: SignedTrustRecord, head: ChainHead, id: string): string {
-  if (record.businessTransactionId !== id) throw new Error(`finalize: built a record for '${record.businessTransactionId}', not '${id}'`);
-  const chained = record.executions.filter((e) => e.chainHash !== undefined);
-  const last = record.executions.at(-1);
-  if (chained.length === 0 || typeof last?.chainHash !== 'string') {
-    throw new Error(`finalize: the record of '${id}' carries no chained execution`);
-  }
-  if (chained[0]!.previousChainHash !== head.chainHash) {
-    throw new Error(`finalize: the record of '${id}' does not link to the chain head`);
-  }
-  return last.chainHash;
-}
 
 /** SQLite SQLITE_CONSTRAINT_PRIMARYKEY / _UNIQUE, PostgreSQL 23505. */
 function isUniqueViolation(e: unknown): boolean {

@@ -5,13 +5,9 @@ import { QueryFailedError } from 'typeorm';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { LogLeaves } from '../transparency/log-append.js';
 import { attachLogLeaves } from '../transparency/log-in-transaction.js';
+import type { Run, RunResult } from './run.js';
 
-/** What a statement gave: the rows a read returned, the rows a write changed. */
-export interface RunResult {
-  records: unknown[];
-  affected?: number;
-}
-export type Run = (sql: string, params: unknown[]) => Promise<RunResult>;
+export type { Run, RunResult };
 export const ignore = (): void => undefined;
 
 interface Statement {

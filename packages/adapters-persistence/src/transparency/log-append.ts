@@ -1,6 +1,6 @@
 import { appendToCompactRange, fromHex, nodeRfc9162, toHex, type CompactRange } from '@ets/adapters-crypto';
 import type { TreeHead } from '@ets/domain';
-import type { Run } from '../stores/sqlite-writer.js';
+import type { Run } from '../stores/run.js';
 import { placeholders, toPg } from '../stores/sql.js';
 
 export type Dialect = 'sqlite' | 'postgres';

@@ -1,6 +1,6 @@
 import { Sha256Hasher, sha256Hex } from '@ets/adapters-crypto';
 import { logLeafOf, type LogLeaf } from '@ets/domain';
-import type { Run } from '../stores/sqlite-writer.js';
+import type { Run } from '../stores/run.js';
 import type { LogLeaves, LoggedRecordKind } from './log-append.js';
 
 /** A signed record a store writes: its kind, its id, and its body exactly as stored (the JSON text). */

@@ -62,3 +62,21 @@ export function transactionHash(hasher: Hasher, tx: ReleaseContext['transaction'
     signals: tx.signals,
   });
 }
+
+/**
+ * What every store checks before it stores a Trust Record in the chain: the chain's head after
+ * `record` (its last execution's chainHash). The record must be `id`'s and link to the head it was
+ * built from, or the chain would fork: the store stores nothing then (this throws).
+ */
+export function chainHeadAfter(record: SignedTrustRecord, head: ChainHead, id: string): string {
+  if (record.businessTransactionId !== id) throw new Error(`finalize: built a record for '${record.businessTransactionId}', not '${id}'`);
+  const chained = record.executions.filter((e) => e.chainHash !== undefined);
+  const last = record.executions.at(-1);
+  if (chained.length === 0 || typeof last?.chainHash !== 'string') {
+    throw new Error(`finalize: the record of '${id}' carries no chained execution`);
+  }
+  if (chained[0]!.previousChainHash !== head.chainHash) {
+    throw new Error(`finalize: the record of '${id}' does not link to the chain head`);
+  }
+  return last.chainHash;
+}

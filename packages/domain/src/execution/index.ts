@@ -12,3 +12,4 @@ export type { DecisionContext, ExecutionDeps, ExecutionOutcome, ExecutionRequest
 export { PRINCIPAL_NOT_PERMITTED, type DecisionStage } from './decision-stages.js';
 export { recordReleaseInTwoSteps, STORE_THE_INTENT, type OutcomeStage } from './outcome-stages.js';
 export * from './policy-catalog.js';
+export { InMemoryExecutionStore, type InMemoryExecutionStoreOptions, type LeafLog } from './in-memory-store.js';

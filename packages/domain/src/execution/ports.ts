@@ -41,6 +41,20 @@ export class DuplicateTransactionError extends Error {
   }
 }
 
+/**
+ * Raised by markReleased, markErrored and completeRelease when the intent is missing or not in a
+ * state the transition starts from: nothing moved (a stale actor never moves an intent backwards).
+ */
+export class IntentStateConflictError extends Error {
+  override readonly name = 'IntentStateConflictError';
+  constructor(
+    readonly businessTransactionId: string,
+    readonly transition: 'RELEASED' | 'ERRORED',
+  ) {
+    super(`Execution intent '${businessTransactionId}' cannot move to ${transition} from its current state.`);
+  }
+}
+
 import type { Page } from '../ports/page.js';
 export type { Page };
 
@@ -52,6 +66,13 @@ export type { Page };
  */
 export type ReadScope = { readonly every: true } | { readonly callerId: string };
 export const EVERY_CALLER: ReadScope = Object.freeze({ every: true });
+
+/** A store's check of a page request (pages and their sizes are whole numbers from 1): a RangeError otherwise. */
+export function checkPage(page: number, pageSize: number): void {
+  if (!Number.isInteger(page) || page < 1 || !Number.isInteger(pageSize) || pageSize < 1) {
+    throw new RangeError('page and pageSize must be whole numbers from 1');
+  }
+}
 
 /** The callerId a scope is limited to, or undefined when it reads every caller's records. */
 export const scopedCaller = (scope: ReadScope): string | undefined => ('callerId' in scope ? scope.callerId : undefined);

@@ -143,7 +143,7 @@ describe('validatePolicyDocument: schema errors carry their JSON path', () => {
   it('reserves the rule ids that decisions use for non-rule outcomes', () => {
     for (const id of ['default', 'signal-type-violation']) {
       expect(errorsOf(withFields({ rules: [rule('true', { id })] }))).toEqual([
-        "rules[0].id: must not be any of 'default', 'signal-type-violation', 'NOT_AUTHORIZED', 'AUTHORITY_EXPIRED', 'SOURCE_UNAVAILABLE', 'source-mismatch', 'bound-signal-mismatch'",
+        "rules[0].id: must not be any of 'default', 'signal-type-violation', 'NOT_AUTHORIZED', 'AUTHORITY_EXPIRED', 'SOURCE_UNAVAILABLE', 'source-mismatch', 'bound-signal-mismatch', 'override-rejected', 'override-expired'",
       ]);
     }
     expect(errorsOf(withFields({ rules: [rule('true', { id: 'has space' })] }))[0]).toMatch(/^rules\[0\]\.id: must be/);

@@ -11,7 +11,7 @@ import type { Hasher } from '../ports/crypto.js';
 export type LogLeaf = string;
 
 /** The leaf input of a signed record. It equals a Verification's or Receipt's `trustRecordHash` for a Trust Record. */
-export function logLeafOf(hasher: Hasher, signedRecord: object): LogLeaf {
+export function logLeafOf(hasher: Pick<Hasher, 'contentHash'>, signedRecord: object): LogLeaf {
   return hasher.contentHash(signedRecord);
 }
 
