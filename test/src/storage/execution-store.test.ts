@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { DataSource } from 'typeorm';
@@ -13,6 +13,8 @@ import {
   IntentStateConflictError,
   type ChainHead,
   type DecidedInput,
+  type DecidedTransaction,
+  type HeldApproval,
   type ExecutionEntry,
   type ExecutionStore,
   type IntentResolution,
@@ -789,6 +791,102 @@ describe.each(TARGETS)('execution store on $name', (target) => {
       const results = await Promise.all(ids.map((id, i) => (i % 2 === 0 ? otherStore : store).completeRelease(id, contextOf(id), chainedBuild(id, { delayMs: i % 4 }), at(3))));
       expect(results.every((r) => r.record !== undefined)).toBe(true);
       expect(expectSingleChain(await allRecords(otherStore))).toBe(await headOf(other));
+    });
+  });
+
+  describe('held transactions (CONTRACT "Held transactions")', () => {
+    const decidedOf = (id: string): DecidedTransaction =>
+      ({
+        tx: recordOf(id).transaction,
+        callerId: 'caller-1',
+        btxHash: sha256(`tx:${id}`),
+        decidedAt: at(0),
+        policy: { name: 'payments', version: '1.0.0', contentHash: sha256('policy') },
+        connector: 'bank',
+        decision: { ...decision, requires_override: true },
+        byRules: true,
+        signals: {},
+        assessment: { authority: { status: 'VERIFIED', callerId: 'caller-1', principalId: 'agent-7', grant: null }, businessValidation: { status: 'NOT_REQUIRED', sourcedSignals: [] } },
+        conditions: [],
+      }) as unknown as DecidedTransaction;
+    const hold = (id: string, expiresAt = at(600)) => store.storeHeld(claimOf(id, 'HELD'), recordOf(id), { decided: decidedOf(id), expiresAt });
+    const approval = (approverId = 'bob'): HeldApproval => ({ approverId, approvedAt: at(10), approval: { payload: { approverId }, signature: 'c2ln' } });
+
+    it('storeHeld claims the id with the held decision\'s record and the held transaction, PENDING until its expiry; a second is a duplicate', async () => {
+      const id = randomUUID();
+      await hold(id);
+      expect(await store.getClaim(id, ALL)).toEqual(claimOf(id, 'HELD'));
+      expect(await store.getTrustRecord(id, ALL)).toEqual(recordOf(id));
+      expect(await store.getHeld(id, ALL)).toEqual({ decided: decidedOf(id), status: 'PENDING', createdAt: at(0), expiresAt: at(600) });
+      await expect(hold(id)).rejects.toBeInstanceOf(DuplicateTransactionError);
+      expect(await store.getHeld(id, { callerId: 'someone-else' })).toBeUndefined();
+      expect(await store.getHeld(id, { callerId: 'caller-1' })).toBeDefined();
+    });
+
+    it('of 20 concurrent approvals exactly one stores the intent; the claim moves to EXECUTING and the held record out of the records', async () => {
+      const id = randomUUID();
+      await hold(id);
+      const wins = await Promise.all(Array.from({ length: 20 }, (_, i) => store.approveHeld(id, approval(`human-${i}`), intentOf(id), at(10))));
+      expect(wins.filter(Boolean)).toHaveLength(1);
+      const held = await store.getHeld(id, ALL);
+      expect(held).toMatchObject({ status: 'APPROVED', decidedAt: at(10), decidedBy: expect.stringMatching(/^human-/) });
+      expect((await store.getIntent(id, ALL))?.status).toMatchObject({ state: 'PREPARED', inFlightUntil: leaseEnd(10) });
+      expect((await store.getClaim(id, ALL))?.outcome).toBe('EXECUTING');
+      expect(await store.getTrustRecord(id, ALL)).toBeUndefined();
+      // The release then records its own Trust Record in the record's place.
+      await store.completeRelease(id, contextOf(id), chainedBuild(id), at(11));
+      expect((await store.getClaim(id, ALL))?.outcome).toBe('EXECUTED');
+      expect((await store.getTrustRecord(id, ALL))?.executions).toHaveLength(1);
+      // Decided: nothing moves it again.
+      expect(await store.approveHeld(id, approval(), intentOf(id), at(12))).toBe(false);
+      expect(await store.refuseHeld(id, { status: 'REJECTED', decidedBy: 'ann', decidedAt: at(12), reason: 'no', nonce: randomUUID() }, refusalOf(id))).toBe('not-pending');
+    });
+
+    it('an approval at or after the expiry changes nothing; the expiry refuses it once, with its refusal', async () => {
+      const id = randomUUID();
+      await hold(id, at(60));
+      expect(await store.approveHeld(id, approval(), intentOf(id), at(60))).toBe(false);
+      expect(await store.listExpiredHeld(at(59), 10)).not.toContain(id);
+      expect(await store.listExpiredHeld(at(60), 1000)).toContain(id);
+      // Not yet due: an expiry is refused.
+      expect(await store.refuseHeld(id, { status: 'EXPIRED', decidedAt: at(59), reason: 'late' }, refusalOf(id))).toBe('not-pending');
+      const outcomes = await Promise.all([1, 2, 3].map(() => store.refuseHeld(id, { status: 'EXPIRED', decidedAt: at(61), reason: 'nobody decided' }, refusalOf(id))));
+      expect(outcomes.filter((o) => o === 'refused')).toHaveLength(1);
+      expect(await store.getHeld(id, ALL)).toMatchObject({ status: 'EXPIRED', decidedAt: at(61), reason: 'nobody decided' });
+      expect((await store.getHeld(id, ALL))?.decidedBy).toBeUndefined();
+      expect(await store.getRefusal(id, ALL)).toEqual(refusalOf(id));
+      expect((await store.getClaim(id, ALL))?.outcome).toBe('REFUSED');
+      expect(await store.getTrustRecord(id, ALL)).toBeUndefined();
+      expect(await store.getIntent(id, ALL)).toBeUndefined();
+      expect(await store.listExpiredHeld(at(600), 1000)).not.toContain(id);
+    });
+
+    it('a rejection spends its step-up nonce in its own commit: the same nonce refused for another, which stays PENDING', async () => {
+      const [first, second] = [randomUUID(), randomUUID()];
+      await hold(first);
+      await hold(second);
+      const nonce = randomBytes(32).toString('base64url');
+      expect(await store.refuseHeld(first, { status: 'REJECTED', decidedBy: 'ann', decidedAt: at(5), reason: 'not this payee', nonce }, refusalOf(first))).toBe('refused');
+      expect(await store.getHeld(first, ALL)).toMatchObject({ status: 'REJECTED', decidedBy: 'ann', reason: 'not this payee' });
+      expect(await store.refuseHeld(second, { status: 'REJECTED', decidedBy: 'ann', decidedAt: at(5), reason: 'again', nonce }, refusalOf(second))).toBe('nonce-reused');
+      expect((await store.getHeld(second, ALL))?.status).toBe('PENDING');
+      expect(await store.getRefusal(second, ALL)).toBeUndefined();
+      expect((await store.getClaim(second, ALL))?.outcome).toBe('HELD');
+      // A rejection after the expiry is the expiry's to make.
+      const late = randomUUID();
+      await hold(late, at(1));
+      expect(await store.refuseHeld(late, { status: 'REJECTED', decidedBy: 'ann', decidedAt: at(5), reason: 'x', nonce: randomUUID() }, refusalOf(late))).toBe('not-pending');
+    });
+
+    it('lists newest first, by status, in the read scope', async () => {
+      const ids: string[] = [randomUUID(), randomUUID(), randomUUID()];
+      for (const [i, id] of ids.entries()) await store.storeHeld(claimOf(id, 'HELD', at(100 + i)), recordOf(id), { decided: decidedOf(id), expiresAt: at(900) });
+      await store.refuseHeld(ids[0]!, { status: 'REJECTED', decidedBy: 'ann', decidedAt: at(200), reason: 'no', nonce: randomUUID() }, refusalOf(ids[0]!));
+      const pending = await store.listHeld('PENDING', ALL, 1, 100);
+      expect(pending.items.map((h) => h.decided.tx.businessTransactionId).filter((id) => ids.includes(id))).toEqual([ids[2], ids[1]]);
+      const all = await store.listHeld(undefined, { callerId: 'caller-1' }, 1, 100);
+      expect(all.items.map((h) => h.decided.tx.businessTransactionId).filter((id) => ids.includes(id))).toEqual([ids[2], ids[1], ids[0]]);
+      expect((await store.listHeld(undefined, { callerId: 'someone-else' }, 1, 100)).total).toBe(0);
     });
   });
 
