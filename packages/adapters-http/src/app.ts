@@ -5,7 +5,7 @@ import { errorHandler } from './middleware/error-handler.js';
 import { jsonBody } from './middleware/json-body.js';
 import { requestContext } from './middleware/request-context.js';
 import { observeAnswers, type HttpObserver } from './middleware/observe.js';
-import { refuseNulInUrl } from './middleware/url-input.js';
+import { refuseNulInUrl, refuseUnknownQuery } from './middleware/url-input.js';
 import { gatedBy, ReadGate } from './read-gate.js';
 import { RouteTable, toOpenApiPath, type LimiterName, type RouteModule, type RouteSpec } from './route-table.js';
 
@@ -54,8 +54,9 @@ export interface HttpApp {
  * Builds the Express application. Order per route: rate limit (public routes), caller
  * identification with its failed-authentication limit (keyed routes; before any body is read, spec
  * 5.2), the per-caller limit, the audit of the authentication (unless the route says `audit:
- * false`), the input rules (no U+0000 in the URL; the body read as strict JSON), the record-read
- * gate (heavy reads), the handler; then one error handler.
+ * false`), the input rules (no U+0000 in the URL, no query parameter the route does not declare;
+ * the body read as strict JSON), the record-read gate (heavy reads), the handler; then one error
+ * handler.
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   const app = express();
@@ -101,7 +102,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         if (audit) chain.push(audit);
       }
     }
-    chain.push(refuseNulInUrl);
+    chain.push(refuseNulInUrl, refuseUnknownQuery(`${route.method.toUpperCase()} ${toOpenApiPath(route.path)}`, route.query));
     if (route.method !== 'get') chain.push(...body);
     // After the body: a client that sends its body slowly holds no place at the gate meanwhile.
     if (route.heavyRead) {

@@ -1,7 +1,7 @@
 import type { PolicyGovernance, PolicyService } from '@ets/domain';
 import { callerOf } from '../middleware/authenticate.js';
 import type { RouteModule } from '../route-table.js';
-import { readPaging } from './paging.js';
+import { PAGE_QUERY, readPaging } from './paging.js';
 
 export interface PolicyRoutesDeps {
   policies: PolicyService;
@@ -25,7 +25,7 @@ export const policyRoutes = (deps: PolicyRoutesDeps): RouteModule => (t) => {
     res.json(await deps.policies.inEffect());
   });
 
-  t.get('/policies/pending-changes', { auth: 'key' }, async (req, res) => {
+  t.get('/policies/pending-changes', { auth: 'key', query: ['status', ...PAGE_QUERY] }, async (req, res) => {
     res.json(await deps.governance.list({ status: req.query.status, ...readPaging(req.query) }));
   });
 
