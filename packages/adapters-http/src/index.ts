@@ -22,3 +22,4 @@ export * from './routes/transparency-log.js';
 export * from './read-gate.js';
 export * from './middleware/read-scope.js';
 export * from './middleware/observe.js';
+export { renderGuide } from './routes/guide-page.js';

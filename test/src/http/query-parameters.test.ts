@@ -56,7 +56,7 @@ describe.each(STORAGE_TARGETS)('query parameters on $name', (factory) => {
   it('pages /audit/auth-events by cursor: every event once, none skipped, also when many share one occurredAt', async () => {
     // Ten events of the caller `pager`, seven of them in one millisecond (a burst of requests).
     const at = (i: number) => (i < 7 ? '2001-02-03T04:05:06.007Z' : `2001-02-03T04:05:0${i - 7}.000Z`);
-    const ids = Array.from({ length: 10 }, () => randomUUID());
+    const ids: string[] = Array.from({ length: 10 }, () => randomUUID());
     const pg = server.dataSource.options.type === 'postgres';
     for (const [i, eventId] of ids.entries()) {
       const event = { eventId, kind: 'caller-authentication', callerId: 'pager', route: '/callers/me', method: 'GET', outcome: 'SUCCESS', occurredAt: at(i), keyId: 'k', signature: 's' };

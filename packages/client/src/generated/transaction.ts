@@ -53,7 +53,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Resolve a pending override (spec 3)
+         * Resolve a pending override
          * @description A human's decision on an execution attested as `pending_override`. Approved: the execution becomes `executed` and the answer carries the signed resolution with its new `execution_fingerprint`. Rejected: it becomes `rejected`. The move is a compare-and-set in the store: of simultaneous calls exactly one resolves it, the others get 409. Who may call it is whoever may call the profile-A routes; `decidedBy` records the caller beside `approvedBy`.
          */
         post: operations["resolveOverride"];
@@ -93,7 +93,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The signed runtime manifest (spec 9.4) */
+        /**
+         * The signed runtime manifest
+         * @description The runtime manifest this process signed when it started: the hashes of the code it runs, of the policy engine and of its behaviour, the trust root and the signing key. Attestations name it in `manifestHash`. The Attestation section says how to check it.
+         */
         get: operations["getRuntimeManifest"];
         put?: never;
         post?: never;
@@ -150,7 +153,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One decision with its attestation, override and confirmation */
+        /**
+         * One decision, with its attestation
+         * @description The decision of `executionId` with its signed attestation, and its override and confirmation when there are any. Scoped like `/audit/decisions`: a key that does not read everything gets `404` for another caller's decision, as for a missing one.
+         */
         get: operations["getAttestationDecision"];
         put?: never;
         post?: never;
@@ -207,12 +213,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Business signal source changes, oldest first */
+        /**
+         * Business signal source changes
+         * @description Every proposed change, oldest first, optionally only those in one `status`, one page at a time.
+         */
         get: operations["listBusinessSignalSourceChanges"];
         put?: never;
         /**
-         * Propose registering or revoking a business signal source (maker; USER key)
-         * @description `register` makes a source known under a `name` at an https `endpoint`, optionally with the Ed25519 public key its answers are signed with; `revoke` ends the active source of that name. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `name` (`^[a-z0-9][a-z0-9-]{0,63}$`); `endpoint` (the endpoint rules of spec 2.5, as for external connectors: https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `publicKey` (an Ed25519 public key in SPKI PEM form; absent or null: the source is trusted by TLS alone and its Trusted Signals say `sourceProofVerified: false`); `reason` (at most 2000 characters); any other field. At most one source per name is active (a register for an active name, or a revoke with nothing active, is `409`), and at most one change per name is pending (`409`). The proposal is a signed governance audit event.
+         * Propose a business signal source change
+         * @description Who: a `USER` key (the maker).
+         *
+         *     `register` makes a source known under a `name` at an https `endpoint`, optionally with the Ed25519 public key its answers are signed with; `revoke` ends the active source of that name. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `name` (`^[a-z0-9][a-z0-9-]{0,63}$`); `endpoint` (the endpoint rules of external connectors: https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `publicKey` (an Ed25519 public key in SPKI PEM form; absent or null: the source is trusted by TLS alone and its Trusted Signals say `sourceProofVerified: false`); `reason` (at most 2000 characters); any other field. At most one source per name is active (a register for an active name, or a revoke with nothing active, is `409`), and at most one change per name is pending (`409`). The proposal is a signed governance audit event.
          */
         post: operations["proposeBusinessSignalSourceChange"];
         delete?: never;
@@ -231,8 +242,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve a business signal source change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope naming the change. The change takes effect at once: a register makes the source active (its `registrationId` is the change id), a revoke ends it, so a policy naming it refuses requests as `SOURCE_UNAVAILABLE` from then on. The same checks and refusals as a policy approval; of two simultaneous approvals exactly one succeeds.
+         * Approve a business signal source change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope naming the change. The change takes effect at once: a register makes the source active (its `registrationId` is the change id), a revoke ends it, so a policy naming it refuses requests as `SOURCE_UNAVAILABLE` from then on. The same checks and refusals as a policy approval; of two simultaneous approvals exactly one succeeds.
          */
         post: operations["approveBusinessSignalSourceChange"];
         delete?: never;
@@ -251,8 +262,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject a business signal source change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
+         * Reject a business signal source change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
          */
         post: operations["rejectBusinessSignalSourceChange"];
         delete?: never;
@@ -268,7 +279,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active business signal sources, by name */
+        /**
+         * Active business signal sources
+         * @description The sources registered by an approved change and not revoked, by name, one page at a time. A policy names them in `signalSources`.
+         */
         get: operations["listBusinessSignalSources"];
         put?: never;
         post?: never;
@@ -285,12 +299,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authority grant changes, oldest first */
+        /**
+         * Authority grant changes
+         * @description Every proposed grant or revocation, oldest first, optionally only those in one `status`, one page at a time.
+         */
         get: operations["listAuthorityGrantChanges"];
         put?: never;
         /**
-         * Propose granting or revoking authority (maker; USER key)
-         * @description `grant` gives the agent `grantee` (a caller id) authority to have `action` decided, within `limits` per request, until `expiresAt`; `revoke` ends the grant `grantId`. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `grantee` (a caller id, at most 256 characters); `action` (`namespace:verb`); `limits` (at most 32, each `{path, min?, max?, oneOf?}` with `path` an intent path such as `intent.parameters.amount`, at least one of `min`, `max` (numbers, `min` ≤ `max`) and `oneOf` (1 to 100 strings, numbers or booleans)); `expiresAt` (a real RFC 3339 date-time in the future; stored as UTC); `grantId` (revoke); `reason`; any other field. Nobody grants authority to themselves: a proposal whose `grantee` is the proposer is `403 SELF_GRANT_DENIED`, and so is an approval by the grantee. A revoke of a grant that is unknown or already revoked is `409`; at most one revoke per grant is pending (`409`).
+         * Propose an authority grant change
+         * @description Who: a `USER` key (the maker).
+         *
+         *     `grant` gives the agent `grantee` (a caller id) authority to have `action` decided, within `limits` per request, until `expiresAt`; `revoke` ends the grant `grantId`. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `grantee` (a caller id, at most 256 characters); `action` (`namespace:verb`); `limits` (at most 32, each `{path, min?, max?, oneOf?}` with `path` an intent path such as `intent.parameters.amount`, at least one of `min`, `max` (numbers, `min` ≤ `max`) and `oneOf` (1 to 100 strings, numbers or booleans)); `expiresAt` (a real RFC 3339 date-time in the future; stored as UTC); `grantId` (revoke); `reason`; any other field. Nobody grants authority to themselves: a proposal whose `grantee` is the proposer is `403 SELF_GRANT_DENIED`, and so is an approval by the grantee. A revoke of a grant that is unknown or already revoked is `409`; at most one revoke per grant is pending (`409`).
          */
         post: operations["proposeAuthorityGrantChange"];
         delete?: never;
@@ -309,8 +328,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve an authority grant change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope naming the change. The change takes effect at once: a grant is in force (its `grantId` is the change id) until its expiry or a revoke; a revoke ends it, and a release decided under it is stopped by the re-check at release. The same checks and refusals as a policy approval, and the grantee may not approve its own grant (`403 SELF_GRANT_DENIED`).
+         * Approve an authority grant change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope naming the change. The change takes effect at once: a grant is in force (its `grantId` is the change id) until its expiry or a revoke; a revoke ends it, and a release decided under it is stopped by the re-check at release. The same checks and refusals as a policy approval, and the grantee may not approve its own grant (`403 SELF_GRANT_DENIED`).
          */
         post: operations["approveAuthorityGrantChange"];
         delete?: never;
@@ -329,8 +348,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject an authority grant change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is granted or revoked.
+         * Reject an authority grant change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is granted or revoked.
          */
         post: operations["rejectAuthorityGrantChange"];
         delete?: never;
@@ -346,7 +365,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authority grants in force (not revoked, not expired), by grantee and action */
+        /**
+         * Authority grants in force
+         * @description The grants approved and neither revoked nor expired, by grantee and action, one page at a time. A policy with `requireAuthorityGrant: true` refuses a caller without one in force for the action.
+         */
         get: operations["listAuthorityGrants"];
         put?: never;
         post?: never;
@@ -366,8 +388,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * An approval signed by the demo approver, for a sandbox action (sandbox mode only)
-         * @description Exists only with `SVC_SANDBOX=true`; otherwise `404 {"error":"Not found."}` (after authentication, like every keyed route). The demo approver (`approverId: sandbox-demo-approver`, a fixed key published in the operator guide) signs an approval of the sandbox action `action` for the transaction `businessTransactionId`, scoped by `scope`, bound to the SHA-256 of the RFC 8785 canonical JSON of `signals` (`{}` when absent: send the same signals with the request). It is valid 5 minutes and accepted once; put it in `authorization.approval` of `POST /execute`. The service accepts the demo approver's approvals only in sandbox mode and only for `sandbox:` actions. Rate-limited with `POST /execute` (per caller): a request the limiter refuses is never signed.
+         * Sign a sandbox approval
+         * @description Sandbox mode only (`SVC_SANDBOX=true`); otherwise `404`, as for a route that does not exist. The approval is signed by the demo approver. Exists only with `SVC_SANDBOX=true`; otherwise `404 {"error":"Not found."}` (after authentication, like every keyed route). The demo approver (`approverId: sandbox-demo-approver`, a fixed key published in the operator guide) signs an approval of the sandbox action `action` for the transaction `businessTransactionId`, scoped by `scope`, bound to the SHA-256 of the RFC 8785 canonical JSON of `signals` (`{}` when absent: send the same signals with the request). It is valid 5 minutes and accepted once; put it in `authorization.approval` of `POST /execute`. The service accepts the demo approver's approvals only in sandbox mode and only for `sandbox:` actions. Rate-limited with `POST /execute` (per caller): a request the limiter refuses is never signed.
          */
         post: operations["issueSandboxApproval"];
         delete?: never;
@@ -383,7 +405,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document (OpenAPI 3.1.0, document version 1.0.0) */
+        /**
+         * This document (YAML)
+         * @description This OpenAPI 3.1.0 document as YAML: the routes and shapes of the profile this service runs in (`SVC_PROFILE`). Public, rate-limited like the other public routes.
+         */
         get: operations["getOpenApiDocument"];
         put?: never;
         post?: never;
@@ -421,7 +446,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Interactive API reference rendered from this document (HTML)
+         * API reference (HTML)
          * @description Swagger UI, bundled with the service and served from `/reference/assets/`, rendering `/openapi.yaml`: every operation with its parameters, request and response schemas, and "Try it out" against this service (with a bearer key from "Authorize"). Nothing is loaded from another host: it works air-gapped.
          */
         get: operations["getApiReference"];
@@ -440,7 +465,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A script or style sheet of the API reference page */
+        /**
+         * A file of the API reference page
+         * @description A script or style sheet of `/reference`, served by this service itself so that the reference works without any other host. Cached for a day.
+         */
         get: operations["getApiReferenceAsset"];
         put?: never;
         post?: never;
@@ -460,18 +488,18 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Decide and release a business action (profile T)
+         * Decide and release a business action
          * @description Runs the whole pipeline: validation (in the spec's order: a malformed `businessTransactionId` first, then the five objects, then required strings, then trust-chain invariants), caller rules (principal, tenant, capability), the exact policy version, the connector, duplicate detection, the decision.
          *
-         *     A rejection is stored as a signed Refusal Record and answered `403 POLICY_DENIED`. An approval is released: the signed **Execution Intent** is durably stored as `PREPARED` before the connector is called, then `RELEASED` (with an internal release context), then `FINALIZED` when the signed, chained Execution Trust Record is stored. An approval with `requires_override` is released only with a valid signed approval in `authorization.approval` (CONTRACT "Signed approvals and overrides in profile T": bound to this transaction and action, scoped as the policy's `approvalScope` says, carrying the SHA-256 of the request's signals, unexpired, not by the requester, accepted once; an invalid one is `403 APPROVAL_INVALID` and stores nothing); without one it is recorded but not released (`202`, `executionStatus: PENDING_OVERRIDE`).
+         *     A rejection is stored as a signed Refusal Record and answered `403 POLICY_DENIED`. An approval is released: the signed **Execution Intent** is durably stored as `PREPARED` before the connector is called, then `RELEASED` (with an internal release context), then `FINALIZED` when the signed, chained Execution Trust Record is stored. An approval with `requires_override` is released only with a valid signed approval in `authorization.approval` (schema `SignedApproval`: bound to this transaction and action, scoped as the policy's `approvalScope` says, carrying the SHA-256 of the request's signals, unexpired, not by the requester, accepted once; an invalid one is `403 APPROVAL_INVALID` and stores nothing); without one it is recorded but not released (`202`, `executionStatus: PENDING_OVERRIDE`).
          *
          *     **Business validation**, before the decision, in this order: a policy with `requireAuthorityGrant` needs an authority grant in force for the calling key and the action, within its limits (`NOT_AUTHORIZED`; all expired: `AUTHORITY_EXPIRED`; the grant checked is `assessment.authority.grant`); the business signal sources the policy names in `signalSources` are asked, in parallel under one deadline (`SVC_SOURCE_TIMEOUT_MS`), and each answer is checked (status, fact, subject, echoed nonce, type, `validUntil`, proof against the registered key), else `SOURCE_UNAVAILABLE`; a signal the caller sent that differs from its source's value is `source-mismatch`; the policy then decides on the sources' values (Trusted Signals in `assessment.businessValidation.sourcedSignals`); a signal bound to an intent path (`boundSignals`) must equal it (`bound-signal-mismatch`). Each refusal is a signed Refusal Record and `403 POLICY_DENIED` with that `matchedRuleId`.
          *
-         *     **Re-check at release** (spec 4.3.6): after the intent is stored and before anything is sent, the facts' `validUntil`, the sources' answers (asked again: the value must be unchanged) and the grant (not revoked, not expired) are checked again. When one no longer holds nothing is sent: `409 AUTHORIZATION_NO_LONGER_VALID`, `executionStatus: NOT_EXECUTED`, and the intent is `ERRORED` with `error.phase: recheck-failed`. A release to an external connector carries the facts as signed `conditions` and expires no later than the earliest `validUntil`.
+         *     **Re-check at release**: after the intent is stored and before anything is sent, the facts' `validUntil`, the sources' answers (asked again: the value must be unchanged) and the grant (not revoked, not expired) are checked again. When one no longer holds nothing is sent: `409 AUTHORIZATION_NO_LONGER_VALID`, `executionStatus: NOT_EXECUTED`, and the intent is `ERRORED` with `error.phase: recheck-failed`. A release to an external connector carries the facts as signed `conditions` and expires no later than the earliest `validUntil`.
          *
          *     `businessTransactionId` is the only idempotency mechanism: a second request with the same id is `409`, never a replay; fetch the original with `GET /trust-records/{id}` or `GET /transactions/{id}`.
          *
-         *     An action with an active external registration (tag External connectors) is released to its endpoint as a signed JWS (CONTRACT "Egress"): only the registration's forwarded parameters, `aud` the endpoint, expiring no later than the earliest condition and the registration's timeout; the request must name the registration's `policyName` (else `400`). The endpoint's name is resolved and checked again at release, the connection is pinned to the checked addresses, the next address is tried only when one refuses, and nothing is sent twice.
+         *     An action with an active external registration (tag External connectors) is released to its endpoint as a signed JWS (tag External connectors): only the registration's forwarded parameters, `aud` the endpoint, expiring no later than the earliest condition and the registration's timeout; the request must name the registration's `policyName` (else `400`). The endpoint's name is resolved and checked again at release, the connection is pinned to the checked addresses, the next address is tried only when one refuses, and nothing is sent twice.
          *
          *     Failure after the intent is stored: the connector failed before sending (for an external endpoint: revoked since the decision, an address that is no longer allowed, no address accepting, TLS failure) → `502 RUNTIME_ERROR`, `executionStatus: NOT_EXECUTED`, intent `ERRORED`; a condition no longer holds (the endpoint answered `conditionsNotMet`) → `409 AUTHORIZATION_NO_LONGER_VALID`, `executionStatus: NOT_EXECUTED`, intent `ERRORED`; the outcome is unknown → `502 EXECUTION_OUTCOME_UNKNOWN`, `executionStatus: EXECUTION_UNKNOWN`, intent `ERRORED`; executed but the result could not be saved → `503 EXECUTION_INTENT_RESULT_NOT_RECORDED` (`executionStatus: EXECUTED`, intent stays `PREPARED`); executed but the record could not be completed → `503 EXECUTION_RECORD_INCOMPLETE` (`executionStatus: EXECUTED`; the record is completed at the next start). Before anything is released: storage unavailable → `503 EXECUTION_INTENT_UNAVAILABLE`; signing unavailable → `503 SIGNING_UNAVAILABLE`.
          *
@@ -498,7 +526,7 @@ export interface paths {
         get: operations["listTransactions"];
         put?: never;
         /**
-         * Decide and record a business transaction, without release
+         * Decide and record, without release
          * @description The same validation, caller rules, decision and records as `POST /execute`, but nothing is released to a connector: an approval is stored as a signed Execution Trust Record with no executions and `assessment.execution.status: NOT_RELEASED` (no Execution Intent is made); a rejection is a signed Refusal Record and `403 POLICY_DENIED`. Use it to have a decision on record before acting yourself. A connector must still be registered for the action (`503 CONNECTOR_NOT_REGISTERED`).
          */
         post: operations["recordTransaction"];
@@ -516,7 +544,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One business transaction with its Trust Record or Refusal Record
+         * One business transaction
          * @description The Trust Record is served as stored, like `GET /trust-records/{id}`, and the response waits its turn among the heavy reads like it (see `GET /trust-records`).
          */
         get: operations["getTransaction"];
@@ -536,7 +564,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List Execution Trust Records in chain order, oldest first
+         * List Trust Records in chain order
          * @description **Order.** First every record with executions, by its position in the deployment's execution chain (the position is taken under the chain lock when the record is stored, so it is the order in which the records were linked, on every instance); then the records without executions (`POST /transactions`, pending override), which are not links of the chain, by creation time. The chain part of the list only ever grows at its end: a page of it never changes once full. A record without executions moves one place later for every record that joins the chain after it.
          *
          *     **How an auditor walks the chain** (with a `USER` key, which lists every record): request `page=1,2,3,…` with the same `pageSize` (at most 100) until a page has fewer than `pageSize` items, keeping `previous` = `null` across pages. For each item in order:
@@ -605,7 +633,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Execution Intents by state, for reconciliation (oldest first, paged)
+         * List Execution Intents by state
          * @description Default `state=PREPARED,ERRORED`: intents whose outcome must be reconciled at the connector (a `PREPARED` intent may or may not have been released). Paged like every list; `total` counts every intent in those states, so a backlog of any size is seen whole, page by page. Each status says `inFlight`: `true` while the request that stored the intent may still be running, which cannot be resolved yet (`inFlightUntil` says until when at the latest). A `USER` key lists every caller's intents, any other key its own caller's.
          */
         get: operations["listExecutionIntents"];
@@ -625,7 +653,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The signed Execution Intent and its operational status
+         * One Execution Intent and its status
          * @description `{intent, status: {state: PREPARED|RELEASED|FINALIZED|ERRORED|RESOLVED, updatedAt, inFlight, inFlightUntil?, error?, resolution?}}`. The intent holds only facts that existed before release, with `businessTransactionHash` binding the parameters; the status is not signed.
          */
         get: operations["getExecutionIntent"];
@@ -647,7 +675,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reconcile a PREPARED or ERRORED intent (verified human)
+         * Reconcile an intent
          * @description A USER key records what was found at the connector and a note; the intent becomes `RESOLVED`. This is an attributed operator statement in the unsigned status, not a Trust Record. An intent whose request is still in flight (`status.inFlight`) cannot be resolved: that request may still release the action and record its outcome. The check and the move are one atomic step on the intent, on every store and across instances.
          */
         post: operations["resolveExecutionIntent"];
@@ -664,12 +692,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** External connector changes, oldest first */
+        /**
+         * External connector changes
+         * @description Every proposed registration or revocation, oldest first, optionally only those in one `status`, one page at a time.
+         */
         get: operations["listExternalConnectorChanges"];
         put?: never;
         /**
-         * Propose registering or revoking an external connector (maker; USER key)
-         * @description `register` binds a capability to an https endpoint; `revoke` ends the capability's active registration. Nothing takes effect until a different human approves it with a step-up envelope. Every rule of spec 2.5 is checked now, and a broken one is `400` with a message that starts with the field's name: `kind`; `capability` (`namespace:verb`, at most 128 characters, not in a reserved namespace: `sandbox`, `test` and every built-in connector's); `reason` (at most 2000 characters); `endpoint` (normalised by URL parsing, https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `policyName`; `forwardedParameters` (names of at most 64 characters, no repeats); `timeoutMs` (1000 to 30000, default 10000); any other field. At most one registration per capability is active (a register for an active capability, or a revoke with nothing active, is `409`), and at most one change per capability is pending (`409`). The proposal is a signed governance audit event.
+         * Propose an external connector change
+         * @description Who: a `USER` key (the maker).
+         *
+         *     `register` binds a capability to an https endpoint; `revoke` ends the capability's active registration. Nothing takes effect until a different human approves it with a step-up envelope. Every endpoint rule is checked now, and a broken one is `400` with a message that starts with the field's name: `kind`; `capability` (`namespace:verb`, at most 128 characters, not in a reserved namespace: `sandbox`, `test` and every built-in connector's); `reason` (at most 2000 characters); `endpoint` (normalised by URL parsing, https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `policyName`; `forwardedParameters` (names of at most 64 characters, no repeats); `timeoutMs` (1000 to 30000, default 10000); any other field. At most one registration per capability is active (a register for an active capability, or a revoke with nothing active, is `409`), and at most one change per capability is pending (`409`). The proposal is a signed governance audit event.
          */
         post: operations["proposeExternalConnectorChange"];
         delete?: never;
@@ -688,8 +721,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve an external connector change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope naming the change (`ets step-up sign --change ID --action approve`). The change takes effect at once: a register makes the registration active (its `registrationId` is the change id), a revoke ends it, so a release after it sends nothing. The same checks and refusals as a policy approval, in the same order; of two simultaneous approvals exactly one succeeds.
+         * Approve an external connector change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope naming the change (`ets step-up sign --change ID --action approve`). The change takes effect at once: a register makes the registration active (its `registrationId` is the change id), a revoke ends it, so a release after it sends nothing. The same checks and refusals as a policy approval, in the same order; of two simultaneous approvals exactly one succeeds.
          */
         post: operations["approveExternalConnectorChange"];
         delete?: never;
@@ -708,8 +741,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject an external connector change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
+         * Reject an external connector change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
          */
         post: operations["rejectExternalConnectorChange"];
         delete?: never;
@@ -725,7 +758,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active external connector registrations, by capability */
+        /**
+         * Active external connectors
+         * @description The registrations approved and not revoked, by capability, one page at a time (`registrationId` is the id of the approved register change).
+         */
         get: operations["listExternalConnectors"];
         put?: never;
         post?: never;
@@ -743,13 +779,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Browser-form variant; stores the lead and redirects to the handbook
-         * @description The same capture as `POST`, with the address as a query parameter, answered by a redirect to the download. Public (the route table of spec 4.1 gives it no credential): a browser submitting a form sends no bearer key. It is a GET, the spec's browser-form variant, because an HTML form can only POST a form-encoded body and every body the service reads is JSON (anything else is `415`). A browser (its `Accept` names `text/html`) that comes without an address gets a small HTML form that submits to this route, and with a bad one the form again with the error; other clients get the JSON answers.
+         * Ask for the handbook (browser form)
+         * @description The same capture as `POST`, with the address as a query parameter, answered by a redirect to the download. Public: a browser submitting a form sends no bearer key. It is a GET, the spec's browser-form variant, because an HTML form can only POST a form-encoded body and every body the service reads is JSON (anything else is `415`). A browser (its `Accept` names `text/html`) that comes without an address gets a small HTML form that submits to this route, and with a bad one the form again with the error; other clients get the JSON answers.
          */
         get: operations["handbookDownloadForm"];
         put?: never;
         /**
-         * Leave an email address, get the handbook download location
+         * Ask for the handbook
          * @description Stores the address as a lead, once per address (compared ignoring case; asking again is not an error), and answers with where the handbook is downloaded: the operator guide at `/documentation`. Public; rate-limited per IP with the other public routes (`RATE_LIMIT_PUBLIC_PER_MINUTE`).
          */
         post: operations["requestHandbookDownload"];
@@ -787,8 +823,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Signed caller-authentication audit events, newest first
-         * @description One event per authentication attempt, successful or not (`callerId` is null for a failure), except the successful ones of the dry runs `POST /evaluate` and `POST /simulate`, which write nothing. A `USER` key sees every caller's events; any other key sees its own caller's. Page with `before` (the `occurredAt` of the oldest event seen).
+         * Authentication audit events
+         * @description Signed caller-authentication audit events, newest first. One event per authentication attempt, successful or not (`callerId` is null for a failure), except the successful ones of the dry runs `POST /evaluate` and `POST /simulate`, which write nothing. A `USER` key sees every caller's events; any other key sees its own caller's.
+         *
+         *     **Paging.** This list pages by a cursor, not by `page` and `pageSize` (reading it is itself an audited authentication, so numbered pages would shift under the reader; `page` and `pageSize` are `400` like any parameter the route does not know). Events are ordered by `occurredAt`, then by `eventId`, both descending. Ask for up to `limit` events; for the next page send the same request with `before` = the `occurredAt` of the last event you got and `beforeEventId` = its `eventId`. An empty `events` is the end. Every event stored when a page is read is on exactly one page: none is repeated or skipped, even when several share one `occurredAt`. `before` alone keeps the events strictly older than that time (events of the same millisecond as it are left out).
          */
         get: operations["listAuthEvents"];
         put?: never;
@@ -870,7 +908,7 @@ export interface paths {
         put?: never;
         /**
          * Validate a published policy version again
-         * @description Validates the published version `policyVersion` of the policy `policyId` in full again (JSON Schema, then every `when` type-checked against `signalsSchema`). Every status but 401 answers `{valid, errors}` (spec 2.1), never the error envelope: `policyId`, then `policyVersion`, missing, empty or not a string is `400`; no such published version is `404` with `Policy '<name>' version '<version>' was not found.` in `errors`.
+         * @description Validates the published version `policyVersion` of the policy `policyId` in full again (JSON Schema, then every `when` type-checked against `signalsSchema`). Every status but 401 answers `{valid, errors}`, never the error envelope: `policyId`, then `policyVersion`, missing, empty or not a string is `400`; no such published version is `404` with `Policy '<name>' version '<version>' was not found.` in `errors`.
          */
         post: operations["validatePolicy"];
         delete?: never;
@@ -906,7 +944,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Policy changes, oldest first, page by page */
+        /**
+         * Policy changes
+         * @description Every proposed policy version, oldest first, optionally only those in one `status`, one page at a time, each with the document it proposes.
+         */
         get: operations["listPendingPolicyChanges"];
         put?: never;
         post?: never;
@@ -926,8 +967,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Propose publishing a policy version (maker; USER key)
-         * @description Proposes publishing `proposedContent` as version `proposedContent.policyVersion` of the policy `{name}`. `{version}` is the published version it replaces, or the proposed version itself for a first one. Nothing takes effect until a different human approves it with a step-up envelope (`POST /policies/pending-changes/{id}/approve`). The document is validated now and refused with its errors. A published version never changes, so proposing one that is published is `409`; so is a second pending proposal of the same version. The proposal is a signed governance audit event.
+         * Propose a policy version
+         * @description Who: a `USER` key (the maker).
+         *
+         *     Proposes publishing `proposedContent` as version `proposedContent.policyVersion` of the policy `{name}`. `{version}` is the published version it replaces, or the proposed version itself for a first one. Nothing takes effect until a different human approves it with a step-up envelope (`POST /policies/pending-changes/{id}/approve`). The document is validated now and refused with its errors. A published version never changes, so proposing one that is published is `409`; so is a second pending proposal of the same version. The proposal is a signed governance audit event.
          */
         post: operations["proposePolicyChange"];
         delete?: never;
@@ -946,8 +989,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve and publish a pending policy change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope signed with the checker's own Ed25519 step-up key (`ets step-up sign --action approve`). The change moves from `PENDING_APPROVAL` to `APPROVED` and the version is published at once; it is then the version in effect of its name. Of two simultaneous approvals (even on two instances sharing PostgreSQL) exactly one succeeds; the other is `409`. The request that records the approval holds the right to publish it; every other request gets `409`, including the same approver's while it is still publishing (exactly one `200`, one audit event). If publishing fails after the approval was recorded (the change is `APPROVED` without `appliedAt`), that request gives the right back, and the same approver's retry with a new envelope completes it (`200`); anyone else gets `409`. Should the publishing process stop, its right lapses after 60 seconds, and the approver's retry completes it then.
+         * Approve and publish a policy change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer.
+         *
+         *     The body is a step-up envelope signed with the checker's own Ed25519 step-up key (`ets step-up sign --action approve`). The change moves from `PENDING_APPROVAL` to `APPROVED` and the version is published at once; it is then the version in effect of its name. Of two simultaneous approvals (even on two instances sharing PostgreSQL) exactly one succeeds; the other is `409`. The request that records the approval holds the right to publish it; every other request gets `409`, including the same approver's while it is still publishing (exactly one `200`, one audit event). If publishing fails after the approval was recorded (the change is `APPROVED` without `appliedAt`), that request gives the right back, and the same approver's retry with a new envelope completes it (`200`); anyone else gets `409`. Should the publishing process stop, its right lapses after 60 seconds, and the approver's retry completes it then.
          *
          *     Checks, in order: USER key with a registered step-up key (else `403 NON_HUMAN_CALLER_DENIED`); envelope shape, and `payload.expiresAt` a real RFC 3339 date-time at most 15 minutes ahead (`400`); signature over the RFC 8785 canonical JSON of `payload` against the caller's registered key, `payload.pendingPolicyChangeId` = `{id}`, `payload.action` = `approve`, `payload.callerId` (when present) = the caller (`403 STEP_UP_INVALID`); `payload.expiresAt` not passed (`403 STEP_UP_EXPIRED`); the change exists (`404`); the caller is not the proposer (`403 SELF_APPROVAL_DENIED`); the change is pending (`409`, no code); the nonce was never used before, by any envelope for any change (`409 STEP_UP_NONCE_REUSED`). The decision is a signed governance audit event.
          */
@@ -968,8 +1013,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject a pending policy change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason` (`ets step-up sign --action reject --reason TEXT`), recorded as `rejectionReason`. The same checks and refusals as approve. Nothing is published.
+         * Reject a policy change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope with `payload.action: reject` and a required `payload.reason` (`ets step-up sign --action reject --reason TEXT`), recorded as `rejectionReason`. The same checks and refusals as approve. Nothing is published.
          */
         post: operations["rejectPolicyChange"];
         delete?: never;
@@ -1128,7 +1173,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One public signing key (JWK) */
+        /**
+         * One public signing key (JWK)
+         * @description The public key `keyId` of `/.well-known/jwks.json`, also after rotation: every key that signed anything stays published. `404` for a key this deployment never had.
+         */
         get: operations["getPublicKey"];
         put?: never;
         post?: never;
@@ -1188,10 +1236,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Verify a stored Execution Trust Record and store a signed Verification
+         * Verify a stored Trust Record
          * @description Checks the stored record and answers the signed Verification it stores. `status` is `VERIFIED` only when every applicable check `PASSED`; a `FAILED` verification is a result, answered `200` as well. Checks (`checks.*`, each `{status: PASSED|FAILED|NOT_APPLICABLE, errors}`):
          *     - `signature`: the record's signature(s) against the published keys (both in hybrid mode).
-         *     - `executionChain` (spec 4.3.13): every execution carries all of `chainHash`, `chainSignature`, `previousChainHash` or none of them, and none only before the first chained one; `chainHash` recomputes from `previousChainHash` (null for the deployment's first execution) and the canonical digest of the execution; `chainSignature` verifies over `chainHash` with the record's key. `NOT_APPLICABLE` without executions.
+         *     - `executionChain`: every execution carries all of `chainHash`, `chainSignature`, `previousChainHash` or none of them, and none only before the first chained one; `chainHash` recomputes from `previousChainHash` (null for the deployment's first execution) and the canonical digest of the execution; `chainSignature` verifies over `chainHash` with the record's key. `NOT_APPLICABLE` without executions.
          *     - `policyContentHash`: `transaction.policy.contentHash` equals the SHA-256 of the stored content of that policy version, recomputed now.
          *     - `intentBinding`: for a released record, the Execution Intent stored before release exists, verifies, and its `businessTransactionHash` equals the hash recomputed from the record's transaction. `NOT_APPLICABLE` without executions.
          *
@@ -1234,7 +1282,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Replay a recorded decision and recheck the record's signature
+         * Replay a recorded decision
          * @description Re-evaluates the recorded decision with the policy version the record names, as stored (its content must still hash to `transaction.policy.contentHash`), on the recorded signals and intent, and checks the record's signature(s) again. `decisionMatches` is true only when the content hash matches and the replayed decision equals the recorded one (action, reason, `requires_override`, `matchedRuleId`). The answer is computed on request: neither stored nor signed (a Verification is the signed evidence). `businessTransactionId` is checked for presence only, not as a UUID. The request reads the whole record: it waits its turn among the heavy reads (see `GET /trust-records`).
          */
         post: operations["replayDecision"];
@@ -1251,7 +1299,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The latest Verification of a record */
+        /**
+         * The latest Verification of a record
+         * @description The newest signed Verification of the Trust Record `id` (a `businessTransactionId`), as `POST /verify` made it. A key that does not read everything gets `404` for another caller's record, as for a missing one.
+         */
         get: operations["getLatestVerification"];
         put?: never;
         post?: never;
@@ -1268,7 +1319,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The latest Receipt of a record */
+        /**
+         * The latest Receipt of a record
+         * @description The newest signed Receipt of the Trust Record `id` (a `businessTransactionId`), as `POST /receipt` issued it. A key that does not read everything gets `404` for another caller's record, as for a missing one.
+         */
         get: operations["getLatestReceipt"];
         put?: never;
         post?: never;
@@ -1282,7 +1336,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description A policy document (CONTRACT "Policy document"): `name`, `policyVersion`, `signalsSchema` (each signal `boolean`, `number` or `string`), `rules` (tried in order; `when` is a CEL expression over `signals` and `intent`), optional `default`, `requireAuthorityGrant`, `signalSources`, `boundSignals`, `approvalScope`, `description`. `contentHash` is the SHA-256 of its RFC 8785 canonical form. `ets policy validate FILE` runs the same checks. */
+        /** @description A policy document: `name`, `policyVersion`, `signalsSchema` (each signal `boolean`, `number` or `string`), `rules` (tried in order; `when` is a CEL expression over `signals` and `intent`), optional `default`, `requireAuthorityGrant`, `signalSources`, `boundSignals`, `approvalScope`, `description`. `contentHash` is the SHA-256 of its RFC 8785 canonical form. `ets policy validate FILE` runs the same checks. */
         PolicyDocument: {
             name: string;
             policyVersion: string;
@@ -1321,7 +1375,7 @@ export interface components {
             boundSignals?: {
                 [key: string]: string;
             };
-            /** @description What a signed approval of a `requires_override` decision scopes (spec 4.3.4): exactly one of `value` (then `scope.field` must be `value` and equal the value at the path) or `resourceId`. */
+            /** @description What a signed approval of a `requires_override` decision scopes: exactly one of `value` (then `scope.field` must be `value` and equal the value at the path) or `resourceId`. */
             approvalScope?: {
                 value?: string;
                 resourceId?: string;
@@ -1376,7 +1430,7 @@ export interface components {
             };
         };
         /**
-         * @description A checker's signed, fresh intent to approve or reject one change (spec 2.6). Make one with `ets step-up sign`.
+         * @description A checker's signed, fresh intent to approve or reject one change. Make one with `ets step-up sign`.
          * @example {
          *       "payload": {
          *         "pendingPolicyChangeId": "3f0c9a4e-8a8e-4c55-9d0e-0a5b8f1e2c71",
@@ -1457,7 +1511,7 @@ export interface components {
             /** @description The deciding rule's `id`; `default`; `signal-type-violation`; null when no rule matched and there is no default. */
             matchedRuleId?: string | null;
         };
-        /** @description Separate statuses for authority, business validation and execution (spec 2.3). Absent in records written before it existed. */
+        /** @description Separate statuses for authority, business validation and execution. Absent in records written before it existed. */
         Assessment: {
             authority: {
                 /** @enum {string} */
@@ -1523,7 +1577,7 @@ export interface components {
             /** @description Base64 Ed25519 over the UTF-8 of the hex `chainHash`, with the record's `keyId`. */
             chainSignature?: string;
         };
-        /** @description A signed Execution Trust Record (spec 2.3): what was decided and, when released, what was executed, on the deployment's execution chain. */
+        /** @description A signed Execution Trust Record: what was decided and, when released, what was executed, on the deployment's execution chain. */
         TrustRecord: components["schemas"]["SignatureFields"] & {
             /** @constant */
             recordType: "execution-trust-record";
@@ -1539,7 +1593,7 @@ export interface components {
             /** Format: date-time */
             recordedAt: string;
         };
-        /** @description Signed evidence that a policy rejected a transaction (spec 2.3). */
+        /** @description Signed evidence that a policy rejected a transaction. */
         RefusalRecord: components["schemas"]["SignatureFields"] & {
             /** @constant */
             recordType: "refusal-record";
@@ -1561,7 +1615,7 @@ export interface components {
             /** Format: date-time */
             refusedAt: string;
         };
-        /** @description Signed and stored before release (spec 2.4): only facts that exist before release. Never the parameters (bound by `businessTransactionHash`) and never the result. It proves what was about to be released, not that it was. */
+        /** @description Signed and stored before release: only facts that exist before release. Never the parameters (bound by `businessTransactionHash`) and never the result. It proves what was about to be released, not that it was. */
         ExecutionIntent: components["schemas"]["SignatureFields"] & {
             /** @constant */
             recordType: "execution-intent";
@@ -1766,7 +1820,7 @@ export interface components {
             /** @description The deciding rule, `default`, or null when no rule matched and the policy has no default. */
             matchedRuleId: string | null;
         };
-        /** @description Spec 2.9. H = SHA-256 (lower-case hex), C = RFC 8785 canonical JSON (UTF-8). `signature` is base64 Ed25519 over C(the attestation without `signature`), with the key `signerKeyId` of `/.well-known/jwks.json` (Ed25519 also in hybrid signing mode). Changing any field breaks it. `ets verify FILE` checks it offline; `POST /verify` also checks the runtime. */
+        /** @description H = SHA-256 (lower-case hex), C = RFC 8785 canonical JSON (UTF-8). `signature` is base64 Ed25519 over C(the attestation without `signature`), with the key `signerKeyId` of `/.well-known/jwks.json` (Ed25519 also in hybrid signing mode). Changing any field breaks it. `ets verify FILE` checks it offline; `POST /verify` also checks the runtime. */
         ExecutionAttestation: {
             /** @description The SHA-256 execution identity: H(C({requestId, policyId, policyVersion, signalsHash})). */
             executionId: components["schemas"]["Hash"];
@@ -1826,10 +1880,6 @@ export interface components {
             policyVersion: string;
             /** @description Must match the policy's `signalsSchema`: every signal sent is declared and has its declared type (a number finite; null is no type). Declared signals may be left out; a rule that reads a missing one fails closed (rejects). Rules that read `intent` see an empty action and no parameters. */
             signals: Record<string, unknown>;
-        };
-        AttestationExecuteRequest: components["schemas"]["SignalsRequest"] & {
-            /** @description Your id of this execution, unique per deployment: a second request with it is `422` (replay). It becomes the attestation's `requestId`; the attestation's `executionId` is the SHA-256 identity computed from it. */
-            executionId: string;
         };
         /** @description Signed at every start. To check it: remove `manifestHash` and `manifestSignature`; H(C(the rest)) must equal `manifestHash`, and `manifestSignature` is base64 Ed25519 over the UTF-8 of the hex `manifestHash` with the key `signerKeyId` of the JWKS. `releaseManifestHash` recomputes from `version`, `runtimeHash`, `evaluatorHash`, `evaluatorSemanticHash`, `capabilities`, `supportedSchemaVersions`; `runtimeHash` = H(C(`runtimeContents`)) and `evaluatorHash` = H(C(`evaluatorContents`)) (absent from manifests signed before they were recorded). Every manifest the deployment signed is kept, so attestations of earlier starts keep verifying. */
         RuntimeManifest: {
@@ -2097,7 +2147,7 @@ export interface components {
             /** Format: date-time */
             expiresAt: string;
         };
-        /** @description A fact asked from the business system that owns it (spec 2.3). `sourceProof` is the source's base64 Ed25519 signature over `C({fact, subject, value, validUntil, nonce})`; `sourceKeyId` is `ed25519:<base64url of the source's 32-byte public key>`, a key id that carries the key, so `ets verify` checks the proof with nothing but the record. A source registered without a key: `sourceKeyId` and `sourceProof` null, `sourceProofVerified` false (trusted by TLS alone). */
+        /** @description A fact asked from the business system that owns it. `sourceProof` is the source's base64 Ed25519 signature over `C({fact, subject, value, validUntil, nonce})`; `sourceKeyId` is `ed25519:<base64url of the source's 32-byte public key>`, a key id that carries the key, so `ets verify` checks the proof with nothing but the record. A source registered without a key: `sourceKeyId` and `sourceProof` null, `sourceProofVerified` false (trusted by TLS alone). */
         TrustedSignal: {
             /** @description The declared signal it gives the value of. */
             signal: string;
@@ -2130,7 +2180,7 @@ export interface components {
             /** @description The signals the request will carry (default `{}`). */
             signals?: Record<string, unknown>;
         };
-        /** @description Spec 4.3.4: `value` when the policy declares `approvalScope.value` (equal to the value at that path), otherwise `resourceId` (equal to the value at `approvalScope.resourceId`, or to the `businessTransactionId` when the policy names no scope). */
+        /** @description `value` when the policy declares `approvalScope.value` (equal to the value at that path), otherwise `resourceId` (equal to the value at `approvalScope.resourceId`, or to the `businessTransactionId` when the policy names no scope). */
         ApprovalScope: {
             /** @enum {string} */
             field: "value" | "resourceId";
@@ -2139,7 +2189,7 @@ export interface components {
             /** @description With `field: resourceId`. */
             resourceId?: string;
         };
-        /** @description A human approval of one `requires_override` transaction, sent in `authorization.approval` of `POST /execute` (CONTRACT "Signed approvals and overrides in profile T"). */
+        /** @description A human approval of one `requires_override` transaction, sent in `authorization.approval` of `POST /execute`. */
         SignedApproval: {
             payload: {
                 /** @description Accepted once. */
@@ -2149,7 +2199,7 @@ export interface components {
                 businessTransactionId: string;
                 action: string;
                 scope: components["schemas"]["ApprovalScope"];
-                /** @description SHA-256 hex of the RFC 8785 canonical JSON of the request's `signals` (`{}` when none), spec 4.3.5. */
+                /** @description SHA-256 hex of the RFC 8785 canonical JSON of the request's `signals` (`{}` when none). */
                 signalsHash: string;
                 /** Format: date-time */
                 expiresAt: string;
@@ -2469,7 +2519,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Refused by the input rules (no code; see the introduction): a path parameter or query value holding U+0000, or a path that is not valid percent-encoded UTF-8; for a route with a body, also a `Content-Encoding` that is not `identity`, `gzip`, `deflate` or `br` or that the body does not decode as, a body that is not UTF-8 or strict JSON, a duplicate key, a number a double does not carry exactly (an integer beyond ±(2^53 − 1), `1e-400`, `0.30000000000000000000000001`), or U+0000 in any string or key. Nothing is stored. */
+        /** @description Refused by the input rules (no code; see the introduction): a query parameter the operation does not list (`{"error":"Unknown query parameter \"pageSize\": GET /health takes no query parameter."}`), a path parameter or query value holding U+0000, or a path that is not valid percent-encoded UTF-8; for a route with a body, also a `Content-Encoding` that is not `identity`, `gzip`, `deflate` or `br` or that the body does not decode as, a body that is not UTF-8 or strict JSON, a duplicate key, a number a double does not carry exactly (an integer beyond ±(2^53 − 1), `1e-400`, `0.30000000000000000000000001`), or U+0000 in any string or key. Nothing is stored. */
         InputRefused: {
             headers: {
                 [name: string]: unknown;
@@ -4223,7 +4273,7 @@ export interface operations {
                     "application/json": components["schemas"]["ExternalConnectorChange"];
                 };
             };
-            /** @description No code: a rule of spec 2.5 is broken; the message names the field (see above). Also a body that is not a JSON object. */
+            /** @description No code: an endpoint rule is broken; the message names the field (see above). Also a body that is not a JSON object. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4555,8 +4605,10 @@ export interface operations {
             query?: {
                 /** @description Whole number 1 to 500, default 50. */
                 limit?: number;
-                /** @description ISO 8601 time: only events strictly older. */
+                /** @description ISO 8601 time: only events older than it (with `beforeEventId`, also those of that very time whose `eventId` sorts below it). */
                 before?: string;
+                /** @description With `before`: the `eventId` of the last event of the previous page. */
+                beforeEventId?: string;
             };
             header?: never;
             path?: never;
@@ -4564,7 +4616,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Events. */
+            /** @description Up to `limit` events, newest first. */
             200: {
                 headers: {
                     [name: string]: unknown;
