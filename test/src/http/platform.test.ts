@@ -31,14 +31,14 @@ describe.each(STORAGE_TARGETS)('platform routes on $name', (factory) => {
     // The reference's scripts and styles are served by the service itself.
     const reference = (await request(server.url).get('/reference')).text;
     const assets = [...reference.matchAll(/(?:src|href)="(\/reference\/assets\/[^"]+)"/g)].map((m) => m[1]!);
-    expect(assets).toEqual(expect.arrayContaining(['/reference/assets/swagger-ui-bundle.js', '/reference/assets/swagger-ui.css', '/reference/assets/reference.js']));
+    expect(assets).toEqual(expect.arrayContaining(['/reference/assets/scalar-api-reference.js', '/reference/assets/reference.css', '/reference/assets/reference.js']));
     for (const asset of assets) {
       const res = await request(server.url).get(asset);
       expect(`${asset} ${res.status}`).toBe(`${asset} 200`);
       expect(res.text).not.toMatch(/sourceMappingURL/);
     }
     expect((await request(server.url).get('/reference/assets/../../package.json')).status).toBe(404);
-    expect((await request(server.url).get('/reference/assets/swagger-ui.js.map')).status).toBe(404);
+    expect((await request(server.url).get('/reference/assets/scalar-api-reference.js.map')).status).toBe(404);
   });
 
   it('captures a handbook lead once per address before giving the download location', async () => {

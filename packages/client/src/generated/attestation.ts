@@ -510,7 +510,7 @@ export interface paths {
         };
         /**
          * API reference (HTML)
-         * @description Swagger UI, bundled with the service and served from `/reference/assets/`, rendering `/openapi.yaml`: every operation with its parameters, request and response schemas, and "Try it out" against this service (with a bearer key from "Authorize"). Nothing is loaded from another host: it works air-gapped.
+         * @description Scalar's API reference, bundled with the service and served from `/reference/assets/`, rendering `/openapi.yaml`: a sidebar of every section and operation, search, each operation with its parameters, request and response schemas and its request samples (curl and `@ets/client`), and test requests against this service (with a bearer key entered on the page, kept in the page only). Nothing is loaded from another host: it works air-gapped.
          */
         get: operations["getApiReference"];
         put?: never;
@@ -809,7 +809,7 @@ export interface paths {
         };
         /**
          * Ask for the handbook (browser form)
-         * @description The same capture as `POST`, with the address as a query parameter, answered by a redirect to the download. Public: a browser submitting a form sends no bearer key. It is a GET, the spec's browser-form variant, because an HTML form can only POST a form-encoded body and every body the service reads is JSON (anything else is `415`). A browser (its `Accept` names `text/html`) that comes without an address gets a small HTML form that submits to this route, and with a bad one the form again with the error; other clients get the JSON answers.
+         * @description The same capture as `POST`, with the address as a query parameter, answered by a redirect to the download. Public: a browser submitting a form sends no bearer key. It is a GET, the browser-form variant, because an HTML form can only POST a form-encoded body and every body the service reads is JSON (anything else is `415`). A browser (its `Accept` names `text/html`) that comes without an address gets a small HTML form that submits to this route, and with a bad one the form again with the error; other clients get the JSON answers.
          */
         get: operations["handbookDownloadForm"];
         put?: never;
@@ -3795,7 +3795,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description One of the files the reference page loads. */
-                file: "swagger-ui-bundle.js" | "swagger-ui.css" | "reference.js" | "reference.css";
+                file: "scalar-api-reference.js" | "reference.js" | "reference.css";
             };
             cookie?: never;
         };

@@ -447,7 +447,7 @@ export interface paths {
         };
         /**
          * API reference (HTML)
-         * @description Swagger UI, bundled with the service and served from `/reference/assets/`, rendering `/openapi.yaml`: every operation with its parameters, request and response schemas, and "Try it out" against this service (with a bearer key from "Authorize"). Nothing is loaded from another host: it works air-gapped.
+         * @description Scalar's API reference, bundled with the service and served from `/reference/assets/`, rendering `/openapi.yaml`: a sidebar of every section and operation, search, each operation with its parameters, request and response schemas and its request samples (curl and `@ets/client`), and test requests against this service (with a bearer key entered on the page, kept in the page only). Nothing is loaded from another host: it works air-gapped.
          */
         get: operations["getApiReference"];
         put?: never;
@@ -489,7 +489,7 @@ export interface paths {
         put?: never;
         /**
          * Decide and release a business action
-         * @description Runs the whole pipeline: validation (in the spec's order: a malformed `businessTransactionId` first, then the five objects, then required strings, then trust-chain invariants), caller rules (principal, tenant, capability), the exact policy version, the connector, duplicate detection, the decision.
+         * @description Runs the whole pipeline: validation (in this order: a malformed `businessTransactionId` first, then the five objects, then required strings, then trust-chain invariants), caller rules (principal, tenant, capability), the exact policy version, the connector, duplicate detection, the decision.
          *
          *     A rejection is stored as a signed Refusal Record and answered `403 POLICY_DENIED`. An approval is released: the signed **Execution Intent** is durably stored as `PREPARED` before the connector is called, then `RELEASED` (with an internal release context), then `FINALIZED` when the signed, chained Execution Trust Record is stored. An approval with `requires_override` is released only with a valid signed approval in `authorization.approval` (schema `SignedApproval`: bound to this transaction and action, scoped as the policy's `approvalScope` says, carrying the SHA-256 of the request's signals, unexpired, not by the requester, accepted once; an invalid one is `403 APPROVAL_INVALID` and stores nothing); without one it is recorded but not released (`202`, `executionStatus: PENDING_OVERRIDE`).
          *
@@ -780,7 +780,7 @@ export interface paths {
         };
         /**
          * Ask for the handbook (browser form)
-         * @description The same capture as `POST`, with the address as a query parameter, answered by a redirect to the download. Public: a browser submitting a form sends no bearer key. It is a GET, the spec's browser-form variant, because an HTML form can only POST a form-encoded body and every body the service reads is JSON (anything else is `415`). A browser (its `Accept` names `text/html`) that comes without an address gets a small HTML form that submits to this route, and with a bad one the form again with the error; other clients get the JSON answers.
+         * @description The same capture as `POST`, with the address as a query parameter, answered by a redirect to the download. Public: a browser submitting a form sends no bearer key. It is a GET, the browser-form variant, because an HTML form can only POST a form-encoded body and every body the service reads is JSON (anything else is `415`). A browser (its `Accept` names `text/html`) that comes without an address gets a small HTML form that submits to this route, and with a bad one the form again with the error; other clients get the JSON answers.
          */
         get: operations["handbookDownloadForm"];
         put?: never;
@@ -3683,7 +3683,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description One of the files the reference page loads. */
-                file: "swagger-ui-bundle.js" | "swagger-ui.css" | "reference.js" | "reference.css";
+                file: "scalar-api-reference.js" | "reference.js" | "reference.css";
             };
             cookie?: never;
         };
