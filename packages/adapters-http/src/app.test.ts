@@ -23,7 +23,7 @@ const testRoutes: RouteModule = (t) => {
   t.post('/keyed', { auth: 'key' }, (req, res) => {
     res.json({ body: req.body });
   });
-  t.get('/things/:id', { auth: 'none' }, (req, res) => {
+  t.get('/things/:id', { auth: 'none', query: ['q'] }, (req, res) => {
     res.json({ id: req.params.id, query: req.query });
   });
 };
@@ -202,6 +202,16 @@ describe('the request input layer (CONTRACT "Requests, reads and lists")', () =>
     }
     expect((await request(app).get('/things/%E0%A4%A')).status).toBe(400);
     expect((await request(app).get('/things/a%2500?q=%2500')).body).toEqual({ id: 'a%00', query: { q: '%00' } });
+  });
+
+  it('answers 400 to a query parameter the route does not declare, naming it and the known ones', async () => {
+    const { app } = build();
+    const res = await request(app).get('/things/ok?q=1&Q=2');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'Unknown query parameter "Q": GET /things/{id} takes only q.' });
+    const long = await request(app).get(`/things/ok?${'x'.repeat(100)}=1`);
+    expect(long.body).toEqual({ error: `Unknown query parameter "${'x'.repeat(64)}…": GET /things/{id} takes only q.` });
+    expect((await request(app).post('/echo?q=1').set('content-type', 'application/json').send('{}')).body).toEqual({ error: 'Unknown query parameter "q": POST /echo takes no query parameter.' });
   });
 });
 

@@ -5,7 +5,7 @@ import { errorHandler } from './middleware/error-handler.js';
 import { jsonBody } from './middleware/json-body.js';
 import { requestContext } from './middleware/request-context.js';
 import { observeAnswers, type HttpObserver } from './middleware/observe.js';
-import { refuseNulInUrl } from './middleware/url-input.js';
+import { refuseNulInUrl, refuseUnknownQuery } from './middleware/url-input.js';
 import { gatedBy, ReadGate } from './read-gate.js';
 import { RouteTable, toOpenApiPath, type LimiterName, type RouteModule, type RouteSpec } from './route-table.js';
 
@@ -54,8 +54,9 @@ export interface HttpApp {
  * Builds the Express application. Order per route: rate limit (public routes), caller
  * identification with its failed-authentication limit (keyed routes; before any body is read, spec
  * 5.2), the per-caller limit, the audit of the authentication (unless the route says `audit:
- * false`), the input rules (no U+0000 in the URL; the body read as strict JSON), the record-read
- * gate (heavy reads), the handler; then one error handler.
+ * false`), the input rules (no U+0000 in the URL, no query parameter the route does not declare;
+ * the body read as strict JSON), the record-read gate (heavy reads), the handler; then one error
+ * handler.
  */
 export function createHttpApp(options: HttpAppOptions): HttpApp {
   const app = express();
@@ -105,7 +106,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     }
     if (!route.limitedBody) chain.push(...(byCaller ? [byCaller] : []), ...afterLimit);
     if (route.beforeBody) chain.push(route.beforeBody);
-    chain.push(refuseNulInUrl);
+    chain.push(refuseNulInUrl, refuseUnknownQuery(`${route.method.toUpperCase()} ${toOpenApiPath(route.path)}`, route.query));
     if (route.method !== 'get') chain.push(...body);
     if (route.limitedBody) chain.push(...(byCaller ? [limitedBy(byCaller, route.limitedBody)] : []), ...afterLimit);
     // After the body: a client that sends its body slowly holds no place at the gate meanwhile.
@@ -122,6 +123,19 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   if (options.observer) {
     const observer = options.observer;
     app.use((req: Request, res: Response, next: NextFunction) => observeAnswers(observer, req.method.toLowerCase(), 'unmatched')(req, res, next));
+  }
+  // A path that is mounted, asked with a method it does not take: 405 with the methods it takes
+  // (RFC 9110 15.5.6), not 404. (The MCP transport's GET and DELETE of /mcp are answered so too, as
+  // its specification asks of a server that offers no stream and no session.)
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const r of table.routes) methodsByPath.set(r.path, (methodsByPath.get(r.path) ?? new Set()).add(r.method.toUpperCase()));
+  for (const [path, methods] of methodsByPath) {
+    if (methods.has('GET')) methods.add('HEAD');
+    const allow = [...methods].sort().join(', ');
+    app.all(path, (req: Request, res: Response) => {
+      res.setHeader('Allow', allow);
+      res.status(405).json({ error: `${req.method} is not allowed on ${toOpenApiPath(path)}; it takes ${allow}.` });
+    });
   }
   app.use((_req: Request, _res: Response, next: NextFunction) => next(new DomainError('not_found', 'Not found.')));
   app.use(errorHandler(options.logger));

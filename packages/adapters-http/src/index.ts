@@ -27,3 +27,4 @@ export * from './routes/console.js';
 export * from './middleware/session-cookie.js';
 export * from './routes/mcp.js';
 export * from './mcp/gateway-server.js';
+export { renderGuide } from './routes/guide-page.js';

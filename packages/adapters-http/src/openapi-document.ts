@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { codeSamples, type CodeSample } from './openapi-code-samples.js';
 
 /**
  * The OpenAPI document is kept as fragments under `assets/openapi/`, one per area of the service
@@ -31,11 +32,13 @@ export interface OpenApiOperation {
   tags?: string[];
   /** The schema of this operation's error bodies when they are not the envelope (`POST /policies/validate`). */
   'x-error-schema'?: string;
+  /** Request samples (curl, `@ets/client`), made from the operation when the document is built. */
+  'x-codeSamples'?: CodeSample[];
 }
 
 export interface OpenApiDocument {
   openapi: string;
-  info: { title: string; version: string; description?: string };
+  info: { title: string; version: string; description?: string; contact?: { name?: string; url?: string }; license?: { name: string; identifier?: string; url?: string } };
   servers?: { url: string; description?: string }[];
   paths: Record<string, Record<string, OpenApiOperation>>;
   /** Requests the service sends (OpenAPI 3.1): the notifications of new pending items. */
@@ -96,7 +99,47 @@ export function buildOpenApiDocument(profile: OpenApiProfile): OpenApiDocument {
   }
   out.tags = [...tags.values()];
   addLayerResponses(out);
+  keepOnlyWhatIsUsed(out);
+  for (const [p, item] of Object.entries(out.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (METHODS.has(method)) (op as Json)['x-codeSamples'] = codeSamples(out as unknown as Json, profile, method, p, op as Json);
+    }
+  }
   return out;
+}
+
+/**
+ * Each profile's document holds only what its own operations use: the fragments share components
+ * (one profile's request shape, another's key scheme) and tags, and a profile's document must not
+ * show the components or sections of another.
+ */
+function keepOnlyWhatIsUsed(doc: Merged): void {
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (node === null || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string' && value.startsWith('#/components/') && !used.has(value)) {
+        used.add(value);
+        const [section, name] = value.slice('#/components/'.length).split('/');
+        visit(doc.components[section!]?.[name!]);
+      } else if (key === 'security' && Array.isArray(value)) {
+        for (const requirement of value) for (const scheme of Object.keys(requirement as object)) used.add(`#/components/securitySchemes/${scheme}`);
+      } else {
+        visit(value);
+      }
+    }
+  };
+  visit(doc.paths);
+  visit(doc.webhooks ?? {});
+  visit({ security: doc.security });
+  for (const [section, entries] of Object.entries(doc.components)) {
+    for (const name of Object.keys(entries)) if (!used.has(`#/components/${section}/${name}`)) delete entries[name];
+    if (Object.keys(entries).length === 0) delete doc.components[section];
+  }
+  const operations = [...Object.values(doc.paths), ...Object.values(doc.webhooks ?? {})];
+  const tagged = new Set(operations.flatMap((item) => Object.values(item).flatMap((op) => (op as OpenApiOperation).tags ?? [])));
+  doc.tags = doc.tags.filter((t) => tagged.has(t.name));
 }
 
 /**

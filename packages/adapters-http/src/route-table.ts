@@ -13,6 +13,13 @@ export type Handler = (req: Request, res: Response) => unknown;
 
 export interface RouteOptions {
   auth: AuthMode;
+  /**
+   * The query parameters the route reads. Any other name in the query string is 400, on every
+   * route (a route without this list knows none), before the handler runs: a misspelt or
+   * unsupported parameter is never silently ignored. The OpenAPI document lists the same names
+   * (`in: query`); a test holds the two equal, route by route, in every profile.
+   */
+  query?: readonly string[];
   /** Rate limiter applied before anything else (spec 8). */
   limiter?: LimiterName;
   /**

@@ -42,10 +42,15 @@ describe('documentation pages in Chromium', () => {
       if (m.type() === 'error') problems.push(`console: ${m.text()}`);
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    // Loopback only: this server's origin, or data: URLs; nothing else is even asked for.
     page.on('request', (r) => {
       if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) problems.push(`request to another host: ${r.url()}`);
     });
     page.on('requestfailed', (r) => problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`));
+    // Every CSP violation the page meets, also those a library would swallow without a console error.
+    await page.addInitScript(
+      "window.cspViolations = []; document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));",
+    );
     page.on('response', (r) => {
       if (r.status() >= 400) problems.push(`${r.status()}: ${r.url()}`);
     });
@@ -59,37 +64,45 @@ describe('documentation pages in Chromium', () => {
     expect(distinctColours(png)).toBeGreaterThan(20);
   }
 
-  it('/reference renders every operation with its fields, navigates by tag and deep link, and stays on this host', async () => {
+  it('/reference has a sidebar of every section, finds an operation by search, shows curl and @ets/client samples, and stays on this host', async () => {
     const { page, problems } = await open('/reference');
-    await page.waitForSelector('.opblock', { timeout: 30_000 });
-    const documented = Object.values(OPENAPI.paths).reduce((n, item) => n + HTTP_METHODS.filter((m) => item[m]).length, 0);
-    expect(await page.locator('.opblock').count()).toBe(documented);
+    // Sidebar: every section (tag) of the document, each opening onto its operations' summaries.
+    const sidebar = page.locator('aside[aria-label^="Sidebar"]');
+    await sidebar.waitFor({ timeout: 30_000 });
+    for (const tag of OPENAPI.tags!) expect(`${tag.name}: ${await sidebar.getByText(tag.name, { exact: true }).count()}`).toBe(`${tag.name}: 1`);
+    await sidebar.getByText('Execution', { exact: true }).click();
+    const summaries = Object.values(OPENAPI.paths).flatMap((item) => HTTP_METHODS.map((m) => item[m]).filter((op) => op?.tags?.[0] === 'Execution').map((op) => op!.summary!));
+    expect(summaries.length).toBeGreaterThan(5);
+    for (const summary of summaries) await sidebar.getByText(summary, { exact: true }).waitFor();
     await expectNotBlank(page, 'reference');
 
-    // Open POST /execute: its request body schema and its responses are shown with their fields.
-    const execute = page.locator('#operations-Execution-execute');
-    await execute.locator('.opblock-summary').click();
-    await execute.locator('.responses-wrapper').waitFor();
-    const text = await execute.innerText();
-    for (const s of ['Request body', 'businessTransactionId', '502', '429', 'Retry-After']) expect(text).toContain(s);
-    await execute.locator('.model-box-control, button:has-text("Schema")').first().click();
-    expect(await execute.innerText()).toMatch(/authorization|metadata/);
+    // Search finds an operation by a word of its summary, and shows its method and path.
+    await page.getByRole('button', { name: /Search/ }).first().click();
+    await page.keyboard.type('Reconcile');
+    const results = page.locator('[role=dialog]');
+    await results.getByText('Reconcile an intent').waitFor();
+    expect(await results.innerText()).toContain('/execution-intents/{id}/resolve');
+    await expectNotBlank(page, 'reference-search');
+    await page.keyboard.press('Escape');
+
+    // A deep link opens the operation, with its request sample in curl, and in @ets/client on request.
+    await page.goto(`${server.url}/reference#tag/execution/POST/execute`, { waitUntil: 'networkidle' });
+    const sample = page.locator('pre code, code').filter({ hasText: 'curl -X POST "$ETS_URL/execute"' });
+    await sample.first().waitFor({ timeout: 15_000 });
+    expect(await sample.first().innerText()).toContain('Authorization: Bearer $ETS_API_KEY');
+    await page.locator('button:has-text("curl")').first().click();
+    await page.getByRole('option', { name: '@ets/client' }).click();
+    await page.locator('pre code, code').filter({ hasText: "client.POST('/execute'" }).first().waitFor({ timeout: 10_000 });
     await expectNotBlank(page, 'reference-execute');
 
-    // The filter narrows the list to matching tags.
-    await page.fill('.operation-filter-input', 'Policies');
-    await page.locator('.opblock-tag-section').nth(1).waitFor({ state: 'detached' });
-    expect(await page.locator('.opblock-tag-section').innerText()).toContain('Policies');
+    // A key typed into the page stays in the page: nothing in the browser's storage.
+    await page.locator('input[placeholder="Token"]').first().fill('pk_local_typed-into-the-reference');
+    expect(await page.evaluate<string>('JSON.stringify([{ ...localStorage }, { ...sessionStorage }])')).not.toContain('typed-into-the-reference');
+
+    expect(await page.evaluate<string[]>('window.cspViolations')).toEqual([]);
     expect(problems).toEqual([]);
     await page.close();
-
-    // Navigation: a deep link opens the operation it names.
-    const linked = await open('/reference#/Verification/verifyTrustRecord');
-    await linked.page.locator('#operations-Verification-verifyTrustRecord .opblock-body').waitFor({ timeout: 15_000 });
-    expect(await linked.page.locator('#operations-Verification-verifyTrustRecord').innerText()).toContain('executionChain');
-    expect(linked.problems).toEqual([]);
-    await linked.page.close();
-  });
+  }, 180_000);
 
   it('/documentation has a table of contents whose links reach their sections, and covers what an operator needs', async () => {
     const { page, problems } = await open('/documentation');

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import request from 'supertest';
+import { parse as parseYaml } from 'yaml';
+import { buildOpenApiDocument } from '@ets/adapters-http';
 import { verifyOffline } from '@ets/adapters-crypto';
 import {
   apiKeysEnv,
@@ -43,6 +45,8 @@ describe.each(STORAGE_TARGETS)('profile A, simple variant (SVC_PROFILE=attestati
       expectRoutesDocumented(server.httpApp, 'attestation-simple', expect);
       const yaml = (await request(server.url).get('/openapi.yaml')).text;
       expect(yaml).toContain('operationId: executeAttestationSimple');
+      // The profile's own document: its routes and shapes, nothing of another profile.
+      expect(parseYaml(yaml)).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument('attestation-simple'))));
       expect(yaml).toContain('simpleApiKey');
     });
 

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
+import { parse as parseYaml } from 'yaml';
+import { buildOpenApiDocument } from '@ets/adapters-http';
 import { canonicalize, verifyOffline } from '@ets/adapters-crypto';
 import { measureRuntime, type MeasuredRuntime } from '@ets/server';
 import {
@@ -57,6 +59,8 @@ describe.each(STORAGE_TARGETS)('profile A (SVC_PROFILE=attestation) on $name', (
     expectRoutesDocumented(server.httpApp, 'attestation', expect);
     const yaml = (await request(server.url).get('/openapi.yaml')).text;
     expect(yaml).toContain('operationId: executeAttestation');
+    // The profile's own document: its routes and shapes, nothing of another profile.
+    expect(parseYaml(yaml)).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument('attestation'))));
     expect(yaml).not.toContain('x-profiles');
     expect(yaml).not.toContain('Decide and release a business action (profile T)');
     expect(yaml).not.toContain('x-profile-security');

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import request from 'supertest';
 import {
@@ -13,6 +14,7 @@ import {
   type TestServer,
 } from '@ets/test-support';
 
+const PROMTOOL = process.env.ETS_TEST_PROMTOOL ?? 'promtool';
 const REDIS_URL = process.env.ETS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const agent = makeKey('agent-7', { holder: 'SERVICE', capabilities: ['*'], tenants: ['t1'] });
 const alice = makeKey('alice', { holder: 'USER', capabilities: ['*'], stepUp: true });
@@ -117,6 +119,14 @@ describe.each(STORAGE_TARGETS)('metrics and readiness with Redis on $name', (fac
 
     const other = await fetch(server.metricsUrl!.replace('/metrics', '/other'));
     expect(other.status).toBe(404);
+  });
+
+  it('passes `promtool check metrics` with no warning (names and types as Prometheus expects them)', async () => {
+    // promtool comes with Debian's prometheus package (.ci/run installs it); a missing one fails here.
+    const text = await (await fetch(server.metricsUrl!)).text();
+    const check = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(check.error?.message ?? '').toBe('');
+    expect({ status: check.status, out: `${check.stdout}${check.stderr}` }).toEqual({ status: 0, out: '' });
   });
 
   it('reports Redis in /ready: UP once the shared store is in use', async () => {

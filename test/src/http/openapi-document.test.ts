@@ -1,14 +1,14 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { parse as parseYaml } from 'yaml';
-import { buildOpenApiDocument, HTTP_METHODS, OPENAPI, openApiYaml, type OpenApiOperation } from '@ets/adapters-http';
+import { buildOpenApiDocument, HTTP_METHODS, OPENAPI, OPERATOR_GUIDE_MARKDOWN, openApiYaml, renderGuide, type OpenApiOperation } from '@ets/adapters-http';
 import { silentLogger } from '@ets/domain';
 import { loadSettings, startServer } from '@ets/server';
-import { OpenApiResponseValidator, takeResponseProblems } from '@ets/test-support';
+import { OpenApiResponseValidator, REPO_ROOT, takeResponseProblems } from '@ets/test-support';
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v));
 const operations = (): [string, string, OpenApiOperation][] =>
@@ -39,9 +39,98 @@ describe('the OpenAPI document', () => {
 
   it('is not pinned to one address, and carries the hash and chain formulas a verifier needs', () => {
     expect(OPENAPI.servers).toEqual([expect.objectContaining({ url: '/' })]);
-    const text = OPENAPI.info.description!;
+    const text = OPENAPI.tags!.find((t) => t.name === 'Verification')!.description!;
     for (const formula of ['`chainHash` = `H(UTF-8 of "<previousChainHash, or empty for the first>:<digest>")`', '`digest` = `H(C({businessTransactionId, execution}))`', 'RFC 8785', 'pqSignature']) {
       expect(text).toContain(formula);
+    }
+  });
+});
+
+const PROFILES = ['transaction', 'attestation', 'attestation-simple'] as const;
+const FRAGMENTS = path.join(REPO_ROOT, 'packages/adapters-http/assets/openapi');
+/** What a reader of the served document cannot follow: the interface spec, the contract, files beside the repository. */
+const OUTSIDE_REFERENCE = /\bspec(?:ification)?(?:'s|\s+\d)|\bthe spec\b|\bCONTRACT\b|\.\.\/shared|service-interface|\bREADME\b/i;
+
+describe('each profile\'s document, as a reference people read', () => {
+  it.each(PROFILES)('%s: short summaries with a description below, described tags, a contact and a licence', (profile) => {
+    const doc = buildOpenApiDocument(profile);
+    expect(doc.info.contact?.name).toEqual(expect.any(String));
+    expect(doc.info.license).toEqual(expect.objectContaining({ name: expect.any(String) }));
+    for (const [p, item] of Object.entries(doc.paths)) {
+      for (const m of HTTP_METHODS) {
+        const op = item[m];
+        if (!op) continue;
+        const where = `${m.toUpperCase()} ${p}`;
+        expect(`${where}: ${op.summary}`).toMatch(new RegExp(`^${where.replace(/[{}/.]/g, '\\$&')}: .{3,50}$`));
+        expect(`${where}: ${(op.description ?? '').length > 20}`).toBe(`${where}: true`);
+      }
+    }
+    for (const tag of doc.tags!) expect(`${tag.name}: ${(tag.description ?? '').length > 20}`).toBe(`${tag.name}: true`);
+    // The introduction is a short screen: the details live in the sections and the guide.
+    expect(doc.info.description!.length).toBeLessThan(2200);
+  });
+
+  it.each(PROFILES)('%s: shows its own /execute body and holds no component or tag only another profile uses', (profile) => {
+    const doc = buildOpenApiDocument(profile);
+    const body = doc.paths['/execute']!.post!.requestBody!.content!['application/json']!.schema;
+    const own = { transaction: 'BusinessTransaction', attestation: 'AttestationExecuteRequest', 'attestation-simple': 'SignalsRequest' }[profile];
+    expect(body).toEqual({ $ref: `#/components/schemas/${own}` });
+    const text = JSON.stringify({ paths: doc.paths, webhooks: doc.webhooks, security: doc.security });
+    const refs = new Set<string>();
+    const follow = (t: string) => {
+      for (const [, section, name] of t.matchAll(/"#\/components\/(\w+)\/([^"]+)"/g)) {
+        if (refs.has(`${section}/${name}`)) continue;
+        refs.add(`${section}/${name}`);
+        follow(JSON.stringify(doc.components![section!]![name!] ?? null));
+      }
+    };
+    follow(text);
+    for (const s of ['bearerKey', 'simpleApiKey', 'consoleSession']) if (text.includes(`"${s}"`)) refs.add(`securitySchemes/${s}`);
+    const present = Object.entries(doc.components!).flatMap(([section, entries]) => Object.keys(entries).map((n) => `${section}/${n}`));
+    expect(present.filter((c) => !refs.has(c))).toEqual([]);
+    // (`ExecutionResponse` is also what approving a held transaction answers, in every profile: an MCP call can be held in any.)
+    const others = { transaction: ['schemas/AttestationExecuteRequest', 'securitySchemes/simpleApiKey'], attestation: ['securitySchemes/simpleApiKey'], 'attestation-simple': ['schemas/AttestationExecuteRequest'] }[profile];
+    for (const c of others) expect(present).not.toContain(c);
+  });
+
+  it.each(PROFILES)('%s: a curl and an @ets/client request sample on every operation, made from the operation', (profile) => {
+    const doc = buildOpenApiDocument(profile);
+    const factory = profile === 'transaction' ? 'createClient' : 'createAttestationClient';
+    for (const [p, item] of Object.entries(doc.paths)) {
+      for (const m of HTTP_METHODS) {
+        const op = item[m];
+        if (!op) continue;
+        const samples = op['x-codeSamples']!;
+        expect(samples.map((x) => `${x.lang}/${x.label}`)).toEqual(['Shell/curl', 'TypeScript/@ets/client']);
+        const [shell, ts] = samples.map((x) => x.source) as [string, string];
+        const keyed = !(Array.isArray(op.security) && op.security.length === 0);
+        const url = p.replace(/\{([^}]+)\}/g, (_x, name: string) => `$${name.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()}`);
+        expect(shell).toMatch(new RegExp(`^curl${m === 'get' ? '' : ` -X ${m.toUpperCase()}`} "\\$ETS_URL${url.replace(/[$?.]/g, '\\$&')}[?"]`));
+        expect(shell.includes('Authorization: Bearer $ETS_API_KEY')).toBe(keyed);
+        expect(ts).toContain(`import { ${factory} } from '@ets/client';`);
+        expect(ts).toContain(`await client.${m.toUpperCase()}('${p}'`);
+        expect(ts.includes('apiKey: process.env.ETS_API_KEY')).toBe(keyed);
+        if (op.requestBody) {
+          const sent = JSON.parse(/-d '(.*)'$/s.exec(shell)![1]!.replace(/'\\''/g, "'"));
+          expect(typeof sent).toBe('object');
+          expect(ts).toContain(`body: ${JSON.stringify(sent, null, 2).replace(/\n/g, '\n  ')}`);
+        }
+      }
+    }
+  });
+
+  it('stands alone: no reference to documents outside it in any fragment or served document; its links into the guide reach a section', () => {
+    for (const file of readdirSync(FRAGMENTS).filter((f) => f.endsWith('.yaml'))) {
+      const served = JSON.stringify(parseYaml(readFileSync(path.join(FRAGMENTS, file), 'utf8')));
+      expect(`${file}: ${OUTSIDE_REFERENCE.exec(served)?.[0] ?? 'none'}`).toBe(`${file}: none`);
+    }
+    const ids = new Set([...renderGuide(OPERATOR_GUIDE_MARKDOWN).matchAll(/ id="([^"]+)"/g)].map((m) => m[1]));
+    for (const profile of PROFILES) {
+      const text = openApiYaml(buildOpenApiDocument(profile));
+      expect(`${profile}: ${OUTSIDE_REFERENCE.exec(text)?.[0] ?? 'none'}`).toBe(`${profile}: none`);
+      const links = [...text.matchAll(/\/documentation#([a-z0-9-]+)/g)].map((m) => m[1]!);
+      expect(links.length).toBeGreaterThan(0);
+      for (const id of links) expect(`${id}: ${ids.has(id)}`).toBe(`${id}: true`);
     }
   });
 });

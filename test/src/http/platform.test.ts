@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { OPENAPI, toOpenApiPath } from '@ets/adapters-http';
-import { STORAGE_TARGETS, startTestServer, type TestServer } from '@ets/test-support';
+import { expectRoutesDocumented, STORAGE_TARGETS, startTestServer, type TestServer } from '@ets/test-support';
 
 describe.each(STORAGE_TARGETS)('platform routes on $name', (factory) => {
   let server: TestServer;
@@ -31,14 +31,14 @@ describe.each(STORAGE_TARGETS)('platform routes on $name', (factory) => {
     // The reference's scripts and styles are served by the service itself.
     const reference = (await request(server.url).get('/reference')).text;
     const assets = [...reference.matchAll(/(?:src|href)="(\/reference\/assets\/[^"]+)"/g)].map((m) => m[1]!);
-    expect(assets).toEqual(expect.arrayContaining(['/reference/assets/swagger-ui-bundle.js', '/reference/assets/swagger-ui.css', '/reference/assets/reference.js']));
+    expect(assets).toEqual(expect.arrayContaining(['/reference/assets/scalar-api-reference.js', '/reference/assets/reference.css', '/reference/assets/reference.js']));
     for (const asset of assets) {
       const res = await request(server.url).get(asset);
       expect(`${asset} ${res.status}`).toBe(`${asset} 200`);
       expect(res.text).not.toMatch(/sourceMappingURL/);
     }
     expect((await request(server.url).get('/reference/assets/../../package.json')).status).toBe(404);
-    expect((await request(server.url).get('/reference/assets/swagger-ui.js.map')).status).toBe(404);
+    expect((await request(server.url).get('/reference/assets/scalar-api-reference.js.map')).status).toBe(404);
   });
 
   it('captures a handbook lead once per address before giving the download location', async () => {
@@ -63,20 +63,10 @@ describe.each(STORAGE_TARGETS)('platform routes on $name', (factory) => {
     expect((await request(server.url).get('/version')).status).toBe(401);
   });
 
-  it('describes exactly the mounted routes in the OpenAPI document (3.1.0, version 1.0.0)', () => {
+  it('describes exactly the mounted routes in the OpenAPI document (3.1.0, version 1.0.0), with their query parameters', () => {
     expect(OPENAPI.openapi).toBe('3.1.0');
     expect(OPENAPI.info.version).toBe('1.0.0');
-    const mounted = server.httpApp.routes.map((r) => `${r.method.toUpperCase()} ${toOpenApiPath(r.path)}`).sort();
-    const documented = Object.entries(OPENAPI.paths)
-      .flatMap(([p, item]) => Object.keys(item).filter((m) => ['get', 'post', 'put', 'delete', 'patch'].includes(m)).map((m) => `${m.toUpperCase()} ${p}`))
-      .sort();
-    expect(documented).toEqual(mounted);
-    // Public routes are documented as public, keyed ones as keyed.
-    for (const r of server.httpApp.routes) {
-      const op = OPENAPI.paths[toOpenApiPath(r.path)]![r.method]!;
-      const isPublic = Array.isArray(op.security) && op.security.length === 0;
-      expect(`${r.method} ${r.path} public=${isPublic}`).toBe(`${r.method} ${r.path} public=${r.auth === 'none'}`);
-    }
+    expectRoutesDocumented(server.httpApp, 'transaction', expect);
   });
 
   it('documents on every route what the input layer and authentication answer: 400, 415 and 413 with a body, 401 and 429 with a key', () => {

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { toOpenApiPath, buildOpenApiDocument, type HttpApp, type OpenApiProfile } from '@ets/adapters-http';
+import { toOpenApiPath, buildOpenApiDocument, type HttpApp, type OpenApiDocument, type OpenApiProfile } from '@ets/adapters-http';
 import type { PolicyDocument } from '@ets/domain';
 import type { DataSource } from 'typeorm';
 
@@ -50,7 +50,23 @@ export async function attestationTableCounts(ds: DataSource): Promise<Record<str
   return out;
 }
 
-/** The OpenAPI document of `profile` describes exactly the mounted routes, keyed ones as keyed and public ones as public. */
+/** The names of an operation's `in: query` parameters, `$ref`s to `components.parameters` resolved. */
+export function documentedQuery(doc: OpenApiDocument, op: { parameters?: unknown[] }): string[] {
+  return (op.parameters ?? [])
+    .map((p) => {
+      const ref = (p as { $ref?: string }).$ref;
+      return (ref ? doc.components?.parameters?.[ref.replace('#/components/parameters/', '')] : p) as { name: string; in: string };
+    })
+    .filter((p) => p.in === 'query')
+    .map((p) => p.name)
+    .sort();
+}
+
+/**
+ * The OpenAPI document of `profile` describes exactly the mounted routes, keyed ones as keyed and
+ * public ones as public, each with the query parameters the route declares it knows (any other is
+ * refused with 400), no more and no fewer.
+ */
 export function expectRoutesDocumented(httpApp: HttpApp, profile: OpenApiProfile, expect: (v: unknown) => { toEqual(x: unknown): void }): void {
   const doc = buildOpenApiDocument(profile);
   const mounted = httpApp.routes.map((r) => `${r.method.toUpperCase()} ${toOpenApiPath(r.path)}`).sort();
@@ -61,9 +77,10 @@ export function expectRoutesDocumented(httpApp: HttpApp, profile: OpenApiProfile
   const operationIds = Object.values(doc.paths).flatMap((item) => Object.values(item).map((op) => (op as { operationId?: string }).operationId).filter((id) => id !== undefined));
   expect(new Set(operationIds).size).toEqual(operationIds.length);
   for (const r of httpApp.routes) {
-    const op = doc.paths[toOpenApiPath(r.path)]![r.method]! as { security?: unknown[]; operationId?: string; 'x-profiles'?: unknown };
+    const op = doc.paths[toOpenApiPath(r.path)]![r.method]! as { security?: unknown[]; operationId?: string; parameters?: unknown[]; 'x-profiles'?: unknown };
     const isPublic = Array.isArray(op.security) && op.security.length === 0;
     expect(`${r.method} ${r.path} public=${isPublic} x-profiles=${op['x-profiles'] !== undefined}`).toEqual(`${r.method} ${r.path} public=${r.auth === 'none'} x-profiles=false`);
+    expect(`${r.method} ${r.path} query: ${documentedQuery(doc, op).join(',')}`).toEqual(`${r.method} ${r.path} query: ${[...(r.query ?? [])].sort().join(',')}`);
   }
 }
 

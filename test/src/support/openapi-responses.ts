@@ -106,13 +106,17 @@ export class OpenApiResponseValidator {
   /**
    * A request the document has no operation for. If a mounted route took it, the route is missing
    * from the document. Otherwise it reached no route, and the app's fallback must have answered it
-   * with 404 and the error envelope of every other error (the document's `Error` schema).
+   * with the error envelope of every other error (the document's `Error` schema): 404, or 405 for
+   * a mounted path asked with a method it does not take.
    */
   private checkUndocumented(r: { method: string; path: string; status: number; body: Buffer }, mounted: readonly MountedRoute[]): string[] {
     const where = `${r.method.toUpperCase()} ${r.path} → ${r.status}`;
     const route = mounted.find((m) => m.method === r.method.toLowerCase() && templatePattern(m.template).test(r.path));
     if (route) return [`${where}: the route ${r.method.toUpperCase()} ${route.template} is mounted but the OpenAPI document has no such operation`];
-    if (r.status !== 404) return [`${where}: no operation of the OpenAPI document matches, and no mounted route: only the not-found answer (404) may come from here`];
+    const otherMethod = mounted.some((m) => templatePattern(m.template).test(r.path));
+    if (r.status !== 404 && !(r.status === 405 && otherMethod)) {
+      return [`${where}: no operation of the OpenAPI document matches, and no mounted route: only the not-found answer (404, or 405 on a mounted path) may come from here`];
+    }
     let body: unknown;
     try {
       body = JSON.parse(r.body.toString('utf8'));

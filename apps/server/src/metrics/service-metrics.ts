@@ -16,6 +16,9 @@ export const INTENT_STATES: readonly IntentState[] = ['PREPARED', 'RELEASED', 'F
 /** The status classes an answered outbound call is counted by. */
 const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
 
+/** Default metrics of prom-client that are gauges with a counter's `_total` suffix. */
+const GAUGES_NAMED_AS_COUNTERS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 export class ServiceMetrics {
@@ -31,6 +34,10 @@ export class ServiceMetrics {
   constructor(countIntents: () => Promise<Partial<Record<IntentState, number>>>) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
+    // prom-client names three gauges like counters (`nodejs_active_*_total`), which Prometheus'
+    // own lint (`promtool check metrics`) flags and which rate() would misread. Their by-type
+    // gauges (`nodejs_active_handles`, `…_requests`, `…_resources`) stay: sum() gives the total.
+    for (const name of GAUGES_NAMED_AS_COUNTERS) this.registry.removeSingleMetric(name);
     const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter<L>({ name, help, labelNames, registers });
     const latency = <L extends string>(name: string, help: string, labelNames: L[]) => new Histogram<L>({ name, help, labelNames, buckets: LATENCY_BUCKETS, registers });
     this.requests = counter('ets_http_requests_total', 'HTTP answers, by method, route pattern and status.', ['method', 'route', 'status']);

@@ -99,7 +99,7 @@ export const attestationRoutes = (d: AttestationRoutesDeps): RouteModule => (t) 
     res.json({ capabilities: d.runtime.capabilities });
   }));
 
-  t.get('/audit/decisions', { auth }, recorded(async (req, res) => {
+  t.get('/audit/decisions', { auth, query: ['limit', 'offset', 'policyId', 'decision', 'from', 'to'] }, recorded(async (req, res) => {
     res.json(await d.audit.decisions(callerOf(res), req.query));
   }));
   t.get('/audit/decisions/:executionId', { auth }, recorded(async (req, res) => {
@@ -108,7 +108,7 @@ export const attestationRoutes = (d: AttestationRoutesDeps): RouteModule => (t) 
   t.get('/audit/stats', { auth }, recorded(async (_req, res) => {
     res.json(await d.audit.stats(callerOf(res)));
   }));
-  t.get('/audit/security', { auth }, recorded(async (req, res) => {
+  t.get('/audit/security', { auth, query: ['from', 'to', 'limit'] }, recorded(async (req, res) => {
     res.json(await d.audit.security(callerOf(res), req.query));
   }));
 };

@@ -27,7 +27,7 @@ export const OPERATOR_GUIDE_MARKDOWN = readGuide();
 /**
  * Nothing a page needs comes from another host, so the documentation works air-gapped; the CSP
  * makes that a rule the browser enforces. The guide and the forms need no script at all; the API
- * reference runs the bundled Swagger UI from this service only (`'self'`, no inline script).
+ * reference runs the bundled Scalar reference from this service only (`'self'`, no inline script, no eval).
  */
 export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 export const REFERENCE_CSP =

@@ -18,9 +18,9 @@ import { callerOf, pendingAuditOf } from '../middleware/authenticate.js';
 import { readScope } from '../middleware/read-scope.js';
 import type { RouteModule } from '../route-table.js';
 import { jsonWithTexts, sendJsonText, streamTextPage } from './json-text.js';
-import { readPaging } from './paging.js';
+import { PAGE_QUERY, readPaging } from './paging.js';
 import { idParam } from './id-param.js';
-import { readClaimQuery } from './transaction-query.js';
+import { CLAIM_QUERY, readClaimQuery } from './transaction-query.js';
 
 export interface ExecutionRoutesDeps {
   service: ExecutionService;
@@ -82,7 +82,7 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
     });
   });
 
-  t.get('/transactions', { auth: 'key' }, async (req, res) => {
+  t.get('/transactions', { auth: 'key', query: [...PAGE_QUERY, ...CLAIM_QUERY] }, async (req, res) => {
     const { page, pageSize } = readPaging(req.query);
     res.json(await deps.search.findClaims(readClaimQuery(req.query), readScope(res), page, pageSize));
   });
@@ -100,7 +100,7 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
   });
 
   // Chain order, oldest first; streamed from the stored texts (see json-text.ts, read-gate.ts).
-  t.get('/trust-records', { auth: 'key', heavyRead: true }, async (req, res) => {
+  t.get('/trust-records', { auth: 'key', heavyRead: true, query: PAGE_QUERY }, async (req, res) => {
     const { page, pageSize } = readPaging(req.query);
     await streamTextPage(req, res, await deps.store.listTrustRecordTexts(readScope(res), page, pageSize));
   });
@@ -122,7 +122,7 @@ export const executionRoutes = (deps: ExecutionRoutesDeps): RouteModule => (t) =
     res.json(verification(deps.verifier, req.body));
   });
 
-  t.get('/execution-intents', { auth: 'key' }, async (req, res) => {
+  t.get('/execution-intents', { auth: 'key', query: ['state', ...PAGE_QUERY] }, async (req, res) => {
     const states = readStates(req.query);
     const { page, pageSize } = readPaging(req.query);
     const listed = await deps.store.listIntents(states, readScope(res), page, pageSize);

@@ -1,7 +1,7 @@
 import type { GovernedRegistry } from '@ets/domain';
 import { callerOf } from '../middleware/authenticate.js';
 import type { RouteModule } from '../route-table.js';
-import { readPaging } from './paging.js';
+import { PAGE_QUERY, readPaging } from './paging.js';
 
 /**
  * The routes of a governed registry (CONTRACT "Governance"): `POST /<area>/changes` (propose),
@@ -11,12 +11,12 @@ import { readPaging } from './paging.js';
  * per area).
  */
 export const governedRegistryRoutes = (area: string, governance: GovernedRegistry<unknown, unknown>): RouteModule => (t) => {
-  t.get(area, { auth: 'key' }, async (req, res) => {
+  t.get(area, { auth: 'key', query: PAGE_QUERY }, async (req, res) => {
     const { page, pageSize } = readPaging(req.query);
     res.json(await governance.listActive(page, pageSize));
   });
 
-  t.get(`${area}/changes`, { auth: 'key' }, async (req, res) => {
+  t.get(`${area}/changes`, { auth: 'key', query: ['status', ...PAGE_QUERY] }, async (req, res) => {
     res.json(await governance.list({ status: req.query.status, ...readPaging(req.query) }));
   });
 

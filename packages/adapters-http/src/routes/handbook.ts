@@ -48,7 +48,7 @@ export const handbookRoutes = (deps: HandbookDeps): RouteModule => {
     // route table of spec 4.1 says (auth: none): a browser submitting a form sends no bearer key.
     // A browser (it asks for text/html) that comes without an address, or with a bad one, gets the
     // form, which submits to this same route; API clients keep the JSON answers.
-    t.get('/handbook/download-leads', { auth: 'none', limiter: 'public' }, async (req: Request, res) => {
+    t.get('/handbook/download-leads', { auth: 'none', limiter: 'public', query: ['email'] }, async (req: Request, res) => {
       const browser = /\btext\/html\b/i.test(req.get('accept') ?? '');
       if (browser && !isValidLeadEmail(req.query.email)) {
         const attempted = req.query.email !== undefined;

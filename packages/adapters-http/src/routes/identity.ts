@@ -9,6 +9,7 @@ export interface IdentityRoutesDeps {
 }
 
 const MAX_LIMIT = 500;
+const EVENT_ID = /^[\x21-\x7e]{1,128}$/;
 
 /** `/callers/me`, the authentication audit trail and its public verification (spec 5, 6). */
 export const identityRoutes = (deps: IdentityRoutesDeps): RouteModule => (t) => {
@@ -24,7 +25,9 @@ export const identityRoutes = (deps: IdentityRoutesDeps): RouteModule => (t) => 
     });
   });
 
-  t.get('/audit/auth-events', { auth: 'key' }, async (req, res) => {
+  // Newest first, paged by a cursor rather than by page number: reading the list is itself an
+  // authentication, audited as the newest event, so numbered pages would shift under the reader.
+  t.get('/audit/auth-events', { auth: 'key', query: ['limit', 'before', 'beforeEventId'] }, async (req, res) => {
     const caller = callerOf(res);
     const limitRaw = req.query.limit ?? '50';
     if (typeof limitRaw !== 'string' || !/^\d+$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > MAX_LIMIT) {
@@ -34,12 +37,20 @@ export const identityRoutes = (deps: IdentityRoutesDeps): RouteModule => (t) => 
     if (before !== undefined && (typeof before !== 'string' || Number.isNaN(Date.parse(before)))) {
       throw new DomainError('invalid', 'before must be an ISO 8601 time.');
     }
+    const beforeEventId = req.query.beforeEventId;
+    if (beforeEventId !== undefined && (typeof beforeEventId !== 'string' || !EVENT_ID.test(beforeEventId))) {
+      throw new DomainError('invalid', 'beforeEventId must be the eventId of an event (1 to 128 visible ASCII characters).');
+    }
+    if (beforeEventId !== undefined && before === undefined) {
+      throw new DomainError('invalid', 'beforeEventId goes with before: the occurredAt and the eventId of the last event of the previous page.');
+    }
     const events = await deps.auditEvents.list({
       kind: 'caller-authentication',
       // A USER key sees every caller's events; other keys see their own caller's.
       callerId: caller.credentialHolderType === 'USER' ? undefined : caller.callerId,
       limit: Number(limitRaw),
       before: before === undefined ? undefined : new Date(before).toISOString(),
+      beforeEventId,
     });
     res.json({ events });
   });

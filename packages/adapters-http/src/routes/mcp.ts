@@ -43,14 +43,13 @@ const toolCalls = (body: unknown): number =>
  * envelope); each `tools/call` counts against the caller's execute limit. Then the SDK's transport
  * answers: 406 without an Accept of both JSON and SSE, 400 for a message that is not JSON-RPC or
  * an unsupported MCP-Protocol-Version, a JSON response or an SSE stream otherwise. GET (no
- * stream is offered without a session) and DELETE (there is no session to end) are 405.
+ * stream is offered without a session) and DELETE (there is no session to end) are 405 with
+ * `Allow: POST`, as every method a mounted path does not take (app.ts).
  */
 export const mcpRoutes = (deps: McpRoutesDeps): RouteModule => (t) => {
   governedRegistryRoutes('/mcp-servers', deps.governance)(t);
   const origins = deps.allowedOrigins.map((o) => o.toLowerCase());
   const beforeBody = checkOrigin(origins);
-  const notAllowed = (_req: Request, res: Response) =>
-    jsonRpcError(res, 405, -32000, 'Method not allowed: this MCP endpoint is stateless; send each message as a POST.', { Allow: 'POST' });
 
   t.post('/mcp', { auth: 'key', limiter: 'execute', limitedBody: toolCalls, beforeBody }, async (req, res) => {
     // An empty body reaches here as undefined (the body reader's "no body"): not a JSON-RPC message.
@@ -59,6 +58,4 @@ export const mcpRoutes = (deps: McpRoutesDeps): RouteModule => (t) => {
     if (Array.isArray(req.body) && req.body.length === 0) return jsonRpcError(res, 400, -32600, 'Invalid Request: an empty batch.');
     await answerMcpPost(deps.gateway, callerOf(res), req, res);
   });
-  t.get('/mcp', { auth: 'key', beforeBody }, notAllowed);
-  t.delete('/mcp', { auth: 'key', beforeBody }, notAllowed);
 };

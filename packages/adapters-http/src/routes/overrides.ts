@@ -4,7 +4,7 @@ import { readScope } from '../middleware/read-scope.js';
 import type { RouteModule } from '../route-table.js';
 import { answerable, sendExecution } from './execution.js';
 import { idParam } from './id-param.js';
-import { readPaging } from './paging.js';
+import { PAGE_QUERY, readPaging } from './paging.js';
 
 /**
  * Held transactions (CONTRACT "Held transactions"): a `requires_override` decision answered
@@ -12,7 +12,7 @@ import { readPaging } from './paging.js';
  * `POST /execute` would have answered; reject refuses it with a signed Refusal Record.
  */
 export const overrideRoutes = (deps: { held: HeldTransactions }): RouteModule => (t) => {
-  t.get('/overrides', { auth: 'key' }, async (req, res) => {
+  t.get('/overrides', { auth: 'key', query: ['status', ...PAGE_QUERY] }, async (req, res) => {
     const status = readHeldStatus(req.query.status);
     const { page, pageSize } = readPaging(req.query);
     res.json(await deps.held.list(status, readScope(res), page, pageSize));

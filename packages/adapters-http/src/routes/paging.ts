@@ -3,6 +3,9 @@ import { DomainError } from '@ets/domain';
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 20;
 
+/** The query parameters of a paged list (`RouteOptions.query`). */
+export const PAGE_QUERY = ['page', 'pageSize'] as const;
+
 /** `page` and `pageSize` (spec 7, 8): whole numbers, page from 1, pageSize 1 to 100. */
 export function readPaging(query: Record<string, unknown>): { page: number; pageSize: number } {
   const read = (name: string, fallback: number): number => {

@@ -1,7 +1,7 @@
-import { invalid, type PolicyGovernance, type PolicyImpactPreview, type PolicyService } from '@ets/domain';
+import { type PolicyGovernance, type PolicyImpactPreview, type PolicyService } from '@ets/domain';
 import { callerOf } from '../middleware/authenticate.js';
 import type { RouteModule } from '../route-table.js';
-import { readPaging } from './paging.js';
+import { PAGE_QUERY, readPaging } from './paging.js';
 
 export interface PolicyRoutesDeps {
   policies: PolicyService;
@@ -26,7 +26,7 @@ export const policyRoutes = (deps: PolicyRoutesDeps): RouteModule => (t) => {
     res.json(await deps.policies.inEffect());
   });
 
-  t.get('/policies/pending-changes', { auth: 'key' }, async (req, res) => {
+  t.get('/policies/pending-changes', { auth: 'key', query: ['status', ...PAGE_QUERY] }, async (req, res) => {
     res.json(await deps.governance.list({ status: req.query.status, ...readPaging(req.query) }));
   });
 
@@ -36,9 +36,7 @@ export const policyRoutes = (deps: PolicyRoutesDeps): RouteModule => (t) => {
   });
 
   // Replays up to 10,000 stored decision inputs: through the read gate, like the other heavy reads.
-  t.get('/policies/pending-changes/:id/impact', { auth: 'key', heavyRead: true }, async (req, res) => {
-    const unknown = Object.keys(req.query).find((k) => k !== 'limit');
-    if (unknown !== undefined) throw invalid(`Unknown query parameter '${unknown}': this route takes only limit.`);
+  t.get('/policies/pending-changes/:id/impact', { auth: 'key', heavyRead: true, query: ['limit'] }, async (req, res) => {
     res.json(await deps.impact.preview(callerOf(res), String(req.params.id), req.query.limit));
   });
 

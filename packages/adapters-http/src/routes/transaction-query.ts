@@ -24,6 +24,9 @@ function bound(query: Record<string, unknown>, name: 'from' | 'to'): string | un
   return new Date(ms).toISOString();
 }
 
+/** The query parameters of the filters of `GET /transactions`. */
+export const CLAIM_QUERY = ['callerId', 'outcome', 'from', 'to'] as const;
+
 /** The filters of `GET /transactions` (callerId, outcome, from, to); each invalid one is 400 naming it. */
 export function readClaimQuery(query: Record<string, unknown>): ClaimQuery {
   const callerId = one(query, 'callerId');

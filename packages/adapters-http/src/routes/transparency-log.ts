@@ -46,7 +46,7 @@ export const transparencyLogRoutes = (deps: TransparencyLogRoutesDeps): RouteMod
     res.type('text/plain; charset=utf-8').send(checkpoint.note);
   });
 
-  t.get('/log/proof/inclusion', { auth: 'none', limiter: 'public' }, async (req, res) => {
+  t.get('/log/proof/inclusion', { auth: 'none', limiter: 'public', query: ['leaf', 'size'] }, async (req, res) => {
     const leaf = param(req, 'leaf');
     if (!HEX_LEAF.test(leaf)) throw invalid('leaf must be the hex SHA-256 leaf input (64 hex digits).');
     const size = await treeSize();
@@ -57,7 +57,7 @@ export const transparencyLogRoutes = (deps: TransparencyLogRoutesDeps): RouteMod
     res.json(proof);
   });
 
-  t.get('/log/proof/consistency', { auth: 'none', limiter: 'public' }, async (req, res) => {
+  t.get('/log/proof/consistency', { auth: 'none', limiter: 'public', query: ['from', 'to'] }, async (req, res) => {
     const size = await treeSize();
     if (size === 0) throw invalid('The log is empty: there are no trees to prove consistent.');
     const to = count(req, 'to', 1, size, `a tree size from 1 to ${size} (the current tree)`);
@@ -65,7 +65,7 @@ export const transparencyLogRoutes = (deps: TransparencyLogRoutesDeps): RouteMod
     res.json(await deps.log.consistencyProof(from, to));
   });
 
-  t.get('/log/leaves', { auth: 'none', limiter: 'public' }, async (req, res) => {
+  t.get('/log/leaves', { auth: 'none', limiter: 'public', query: ['start', 'count'] }, async (req, res) => {
     const start = count(req, 'start', 0, Number.MAX_SAFE_INTEGER, 'a leaf index from 0');
     const n = count(req, 'count', 1, MAX_LOG_LEAVES, `a number of leaves from 1 to ${MAX_LOG_LEAVES}`);
     res.json({ leaves: await deps.log.leaves(start, n) });

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { canonicalJsonOf } from '@ets/adapters-crypto';
-import type { AuditEvent, AuditEventStore, Signed } from '@ets/domain';
+import type { AuditEvent, AuditEventQuery, AuditEventStore, Signed } from '@ets/domain';
 import { appendToLog, type LoggedRecord } from '../transparency/log-in-transaction.js';
 import type { Run } from './sqlite-writer.js';
 import { storeBulk } from './store-transaction.js';
@@ -73,11 +73,15 @@ export class TypeOrmAuditEventStore implements AuditEventStore {
     return storeBulk(this.ds, this.pg ? PG_EVENTS : SQLITE_EVENTS, event);
   }
 
-  async list(query: { callerId?: string; limit: number; before?: string; kind?: AuditEvent['kind'] }): Promise<Signed<AuditEvent>[]> {
+  async list(query: AuditEventQuery): Promise<Signed<AuditEvent>[]> {
     const qb = this.ds.getRepository(AuditEventEntity).createQueryBuilder('e').select('e.body', 'body');
     if (query.kind) qb.andWhere('e.kind = :kind', { kind: query.kind });
     if (query.callerId !== undefined) qb.andWhere('e.caller_id = :callerId', { callerId: query.callerId });
-    if (query.before) qb.andWhere('e.occurred_at < :before', { before: query.before });
+    if (query.before && query.beforeEventId !== undefined) {
+      qb.andWhere('(e.occurred_at < :before OR (e.occurred_at = :before AND e.event_id < :beforeEventId))', { before: query.before, beforeEventId: query.beforeEventId });
+    } else if (query.before) {
+      qb.andWhere('e.occurred_at < :before', { before: query.before });
+    }
     qb.orderBy('e.occurred_at', 'DESC').addOrderBy('e.event_id', 'DESC').limit(query.limit);
     const rows = await qb.getRawMany<{ body: string }>();
     return rows.map((r) => JSON.parse(r.body) as Signed<AuditEvent>);

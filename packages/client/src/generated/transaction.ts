@@ -53,7 +53,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Resolve a pending override (spec 3)
+         * Resolve a pending override
          * @description A human's decision on an execution attested as `pending_override`. Approved: the execution becomes `executed` and the answer carries the signed resolution with its new `execution_fingerprint`. Rejected: it becomes `rejected`. The move is a compare-and-set in the store: of simultaneous calls exactly one resolves it, the others get 409. Who may call it is whoever may call the profile-A routes; `decidedBy` records the caller beside `approvedBy`.
          */
         post: operations["resolveOverride"];
@@ -93,7 +93,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The signed runtime manifest (spec 9.4) */
+        /**
+         * The signed runtime manifest
+         * @description The runtime manifest this process signed when it started: the hashes of the code it runs, of the policy engine and of its behaviour, the trust root and the signing key. Attestations name it in `manifestHash`. The Attestation section says how to check it.
+         */
         get: operations["getRuntimeManifest"];
         put?: never;
         post?: never;
@@ -150,7 +153,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One decision with its attestation, override and confirmation */
+        /**
+         * One decision, with its attestation
+         * @description The decision of `executionId` with its signed attestation, and its override and confirmation when there are any. Scoped like `/audit/decisions`: a key that does not read everything gets `404` for another caller's decision, as for a missing one.
+         */
         get: operations["getAttestationDecision"];
         put?: never;
         post?: never;
@@ -207,12 +213,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Business signal source changes, oldest first */
+        /**
+         * Business signal source changes
+         * @description Every proposed change, oldest first, optionally only those in one `status`, one page at a time.
+         */
         get: operations["listBusinessSignalSourceChanges"];
         put?: never;
         /**
-         * Propose registering or revoking a business signal source (maker; USER key)
-         * @description `register` makes a source known under a `name` at an https `endpoint`, optionally with the Ed25519 public key its answers are signed with; `revoke` ends the active source of that name. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `name` (`^[a-z0-9][a-z0-9-]{0,63}$`); `endpoint` (the endpoint rules of spec 2.5, as for external connectors: https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `publicKey` (an Ed25519 public key in SPKI PEM form; absent or null: the source is trusted by TLS alone and its Trusted Signals say `sourceProofVerified: false`); `reason` (at most 2000 characters); any other field. At most one source per name is active (a register for an active name, or a revoke with nothing active, is `409`), and at most one change per name is pending (`409`). The proposal is a signed governance audit event.
+         * Propose a business signal source change
+         * @description Who: a `USER` key (the maker).
+         *
+         *     `register` makes a source known under a `name` at an https `endpoint`, optionally with the Ed25519 public key its answers are signed with; `revoke` ends the active source of that name. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `name` (`^[a-z0-9][a-z0-9-]{0,63}$`); `endpoint` (the endpoint rules of external connectors: https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `publicKey` (an Ed25519 public key in SPKI PEM form; absent or null: the source is trusted by TLS alone and its Trusted Signals say `sourceProofVerified: false`); `reason` (at most 2000 characters); any other field. At most one source per name is active (a register for an active name, or a revoke with nothing active, is `409`), and at most one change per name is pending (`409`). The proposal is a signed governance audit event.
          */
         post: operations["proposeBusinessSignalSourceChange"];
         delete?: never;
@@ -231,8 +242,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve a business signal source change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope naming the change. The change takes effect at once: a register makes the source active (its `registrationId` is the change id), a revoke ends it, so a policy naming it refuses requests as `SOURCE_UNAVAILABLE` from then on. The same checks and refusals as a policy approval; of two simultaneous approvals exactly one succeeds.
+         * Approve a business signal source change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope naming the change. The change takes effect at once: a register makes the source active (its `registrationId` is the change id), a revoke ends it, so a policy naming it refuses requests as `SOURCE_UNAVAILABLE` from then on. The same checks and refusals as a policy approval; of two simultaneous approvals exactly one succeeds.
          */
         post: operations["approveBusinessSignalSourceChange"];
         delete?: never;
@@ -251,8 +262,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject a business signal source change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
+         * Reject a business signal source change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
          */
         post: operations["rejectBusinessSignalSourceChange"];
         delete?: never;
@@ -268,7 +279,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active business signal sources, by name */
+        /**
+         * Active business signal sources
+         * @description The sources registered by an approved change and not revoked, by name, one page at a time. A policy names them in `signalSources`.
+         */
         get: operations["listBusinessSignalSources"];
         put?: never;
         post?: never;
@@ -285,12 +299,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authority grant changes, oldest first */
+        /**
+         * Authority grant changes
+         * @description Every proposed grant or revocation, oldest first, optionally only those in one `status`, one page at a time.
+         */
         get: operations["listAuthorityGrantChanges"];
         put?: never;
         /**
-         * Propose granting or revoking authority (maker; USER key)
-         * @description `grant` gives the agent `grantee` (a caller id) authority to have `action` decided, within `limits` per request, until `expiresAt`; `revoke` ends the grant `grantId`. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `grantee` (a caller id, at most 256 characters); `action` (`namespace:verb`); `limits` (at most 32, each `{path, min?, max?, oneOf?}` with `path` an intent path such as `intent.parameters.amount`, at least one of `min`, `max` (numbers, `min` ≤ `max`) and `oneOf` (1 to 100 strings, numbers or booleans)); `expiresAt` (a real RFC 3339 date-time in the future; stored as UTC); `grantId` (revoke); `reason`; any other field. Nobody grants authority to themselves: a proposal whose `grantee` is the proposer is `403 SELF_GRANT_DENIED`, and so is an approval by the grantee. A revoke of a grant that is unknown or already revoked is `409`; at most one revoke per grant is pending (`409`).
+         * Propose an authority grant change
+         * @description Who: a `USER` key (the maker).
+         *
+         *     `grant` gives the agent `grantee` (a caller id) authority to have `action` decided, within `limits` per request, until `expiresAt`; `revoke` ends the grant `grantId`. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `grantee` (a caller id, at most 256 characters); `action` (`namespace:verb`); `limits` (at most 32, each `{path, min?, max?, oneOf?}` with `path` an intent path such as `intent.parameters.amount`, at least one of `min`, `max` (numbers, `min` ≤ `max`) and `oneOf` (1 to 100 strings, numbers or booleans)); `expiresAt` (a real RFC 3339 date-time in the future; stored as UTC); `grantId` (revoke); `reason`; any other field. Nobody grants authority to themselves: a proposal whose `grantee` is the proposer is `403 SELF_GRANT_DENIED`, and so is an approval by the grantee. A revoke of a grant that is unknown or already revoked is `409`; at most one revoke per grant is pending (`409`).
          */
         post: operations["proposeAuthorityGrantChange"];
         delete?: never;
@@ -309,8 +328,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve an authority grant change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope naming the change. The change takes effect at once: a grant is in force (its `grantId` is the change id) until its expiry or a revoke; a revoke ends it, and a release decided under it is stopped by the re-check at release. The same checks and refusals as a policy approval, and the grantee may not approve its own grant (`403 SELF_GRANT_DENIED`).
+         * Approve an authority grant change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope naming the change. The change takes effect at once: a grant is in force (its `grantId` is the change id) until its expiry or a revoke; a revoke ends it, and a release decided under it is stopped by the re-check at release. The same checks and refusals as a policy approval, and the grantee may not approve its own grant (`403 SELF_GRANT_DENIED`).
          */
         post: operations["approveAuthorityGrantChange"];
         delete?: never;
@@ -329,8 +348,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject an authority grant change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is granted or revoked.
+         * Reject an authority grant change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is granted or revoked.
          */
         post: operations["rejectAuthorityGrantChange"];
         delete?: never;
@@ -346,7 +365,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authority grants in force (not revoked, not expired), by grantee and action */
+        /**
+         * Authority grants in force
+         * @description The grants approved and neither revoked nor expired, by grantee and action, one page at a time. A policy with `requireAuthorityGrant: true` refuses a caller without one in force for the action.
+         */
         get: operations["listAuthorityGrants"];
         put?: never;
         post?: never;
@@ -366,8 +388,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * An approval signed by the demo approver, for a sandbox action (sandbox mode only)
-         * @description Exists only with `SVC_SANDBOX=true`; otherwise `404 {"error":"Not found."}` (after authentication, like every keyed route). The demo approver (`approverId: sandbox-demo-approver`, a fixed key published in the operator guide) signs an approval of the sandbox action `action` for the transaction `businessTransactionId`, scoped by `scope`, bound to the SHA-256 of the RFC 8785 canonical JSON of `signals` (`{}` when absent: send the same signals with the request). It is valid 5 minutes and accepted once; put it in `authorization.approval` of `POST /execute`. The service accepts the demo approver's approvals only in sandbox mode and only for `sandbox:` actions. Rate-limited with `POST /execute` (per caller): a request the limiter refuses is never signed.
+         * Sign a sandbox approval
+         * @description Sandbox mode only (`SVC_SANDBOX=true`); otherwise `404`, as for a route that does not exist. The approval is signed by the demo approver. Exists only with `SVC_SANDBOX=true`; otherwise `404 {"error":"Not found."}` (after authentication, like every keyed route). The demo approver (`approverId: sandbox-demo-approver`, a fixed key published in the operator guide) signs an approval of the sandbox action `action` for the transaction `businessTransactionId`, scoped by `scope`, bound to the SHA-256 of the RFC 8785 canonical JSON of `signals` (`{}` when absent: send the same signals with the request). It is valid 5 minutes and accepted once; put it in `authorization.approval` of `POST /execute`. The service accepts the demo approver's approvals only in sandbox mode and only for `sandbox:` actions. Rate-limited with `POST /execute` (per caller): a request the limiter refuses is never signed.
          */
         post: operations["issueSandboxApproval"];
         delete?: never;
@@ -469,7 +491,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document (OpenAPI 3.1.0, document version 1.0.0) */
+        /**
+         * This document (YAML)
+         * @description This OpenAPI 3.1.0 document as YAML: the routes and shapes of the profile this service runs in (`SVC_PROFILE`). Public, rate-limited like the other public routes.
+         */
         get: operations["getOpenApiDocument"];
         put?: never;
         post?: never;
@@ -507,8 +532,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Interactive API reference rendered from this document (HTML)
-         * @description Swagger UI, bundled with the service and served from `/reference/assets/`, rendering `/openapi.yaml`: every operation with its parameters, request and response schemas, and "Try it out" against this service (with a bearer key from "Authorize"). Nothing is loaded from another host: it works air-gapped.
+         * API reference (HTML)
+         * @description Scalar's API reference, bundled with the service and served from `/reference/assets/`, rendering `/openapi.yaml`: a sidebar of every section and operation, search, each operation with its parameters, request and response schemas and its request samples (curl and `@ets/client`), and test requests against this service (with a bearer key entered on the page, kept in the page only). Nothing is loaded from another host: it works air-gapped.
          */
         get: operations["getApiReference"];
         put?: never;
@@ -526,7 +551,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A script or style sheet of the API reference page */
+        /**
+         * A file of the API reference page
+         * @description A script or style sheet of `/reference`, served by this service itself so that the reference works without any other host. Cached for a day.
+         */
         get: operations["getApiReferenceAsset"];
         put?: never;
         post?: never;
@@ -546,18 +574,18 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Decide and release a business action (profile T)
-         * @description Runs the whole pipeline: validation (in the spec's order: a malformed `businessTransactionId` first, then the five objects, then required strings, then trust-chain invariants), caller rules (principal, tenant, capability), the exact policy version, the connector, duplicate detection, the decision.
+         * Decide and release a business action
+         * @description Runs the whole pipeline: validation (in this order: a malformed `businessTransactionId` first, then the five objects, then required strings, then trust-chain invariants), caller rules (principal, tenant, capability), the exact policy version, the connector, duplicate detection, the decision.
          *
-         *     A rejection is stored as a signed Refusal Record and answered `403 POLICY_DENIED`. An approval is released: the signed **Execution Intent** is durably stored as `PREPARED` before the connector is called, then `RELEASED` (with an internal release context), then `FINALIZED` when the signed, chained Execution Trust Record is stored. An approval with `requires_override` is released only with a valid signed approval in `authorization.approval` (CONTRACT "Signed approvals and overrides in profile T": bound to this transaction and action, scoped as the policy's `approvalScope` says, carrying the SHA-256 of the request's signals, unexpired, not by the requester, accepted once; an invalid one is `403 APPROVAL_INVALID` and stores nothing); without one it is recorded but not released (`202`, `executionStatus: PENDING_OVERRIDE`).
+         *     A rejection is stored as a signed Refusal Record and answered `403 POLICY_DENIED`. An approval is released: the signed **Execution Intent** is durably stored as `PREPARED` before the connector is called, then `RELEASED` (with an internal release context), then `FINALIZED` when the signed, chained Execution Trust Record is stored. An approval with `requires_override` is released only with a valid signed approval in `authorization.approval` (schema `SignedApproval`: bound to this transaction and action, scoped as the policy's `approvalScope` says, carrying the SHA-256 of the request's signals, unexpired, not by the requester, accepted once; an invalid one is `403 APPROVAL_INVALID` and stores nothing); without one it is recorded but not released (`202`, `executionStatus: PENDING_OVERRIDE`).
          *
          *     **Business validation**, before the decision, in this order: a policy with `requireAuthorityGrant` needs an authority grant in force for the calling key and the action, within its limits (`NOT_AUTHORIZED`; all expired: `AUTHORITY_EXPIRED`; the grant checked is `assessment.authority.grant`); the business signal sources the policy names in `signalSources` are asked, in parallel under one deadline (`SVC_SOURCE_TIMEOUT_MS`), and each answer is checked (status, fact, subject, echoed nonce, type, `validUntil`, proof against the registered key), else `SOURCE_UNAVAILABLE`; a signal the caller sent that differs from its source's value is `source-mismatch`; the policy then decides on the sources' values (Trusted Signals in `assessment.businessValidation.sourcedSignals`); a signal bound to an intent path (`boundSignals`) must equal it (`bound-signal-mismatch`). Each refusal is a signed Refusal Record and `403 POLICY_DENIED` with that `matchedRuleId`.
          *
-         *     **Re-check at release** (spec 4.3.6): after the intent is stored and before anything is sent, the facts' `validUntil`, the sources' answers (asked again: the value must be unchanged) and the grant (not revoked, not expired) are checked again. When one no longer holds nothing is sent: `409 AUTHORIZATION_NO_LONGER_VALID`, `executionStatus: NOT_EXECUTED`, and the intent is `ERRORED` with `error.phase: recheck-failed`. A release to an external connector carries the facts as signed `conditions` and expires no later than the earliest `validUntil`.
+         *     **Re-check at release**: after the intent is stored and before anything is sent, the facts' `validUntil`, the sources' answers (asked again: the value must be unchanged) and the grant (not revoked, not expired) are checked again. When one no longer holds nothing is sent: `409 AUTHORIZATION_NO_LONGER_VALID`, `executionStatus: NOT_EXECUTED`, and the intent is `ERRORED` with `error.phase: recheck-failed`. A release to an external connector carries the facts as signed `conditions` and expires no later than the earliest `validUntil`.
          *
          *     `businessTransactionId` is the only idempotency mechanism: a second request with the same id is `409`, never a replay; fetch the original with `GET /trust-records/{id}` or `GET /transactions/{id}`.
          *
-         *     An action with an active external registration (tag External connectors) is released to its endpoint as a signed JWS (CONTRACT "Egress"): only the registration's forwarded parameters, `aud` the endpoint, expiring no later than the earliest condition and the registration's timeout; the request must name the registration's `policyName` (else `400`). The endpoint's name is resolved and checked again at release, the connection is pinned to the checked addresses, the next address is tried only when one refuses, and nothing is sent twice.
+         *     An action with an active external registration (tag External connectors) is released to its endpoint as a signed JWS (tag External connectors): only the registration's forwarded parameters, `aud` the endpoint, expiring no later than the earliest condition and the registration's timeout; the request must name the registration's `policyName` (else `400`). The endpoint's name is resolved and checked again at release, the connection is pinned to the checked addresses, the next address is tried only when one refuses, and nothing is sent twice.
          *
          *     Failure after the intent is stored: the connector failed before sending (for an external endpoint: revoked since the decision, an address that is no longer allowed, no address accepting, TLS failure) → `502 RUNTIME_ERROR`, `executionStatus: NOT_EXECUTED`, intent `ERRORED`; a condition no longer holds (the endpoint answered `conditionsNotMet`) → `409 AUTHORIZATION_NO_LONGER_VALID`, `executionStatus: NOT_EXECUTED`, intent `ERRORED`; the outcome is unknown → `502 EXECUTION_OUTCOME_UNKNOWN`, `executionStatus: EXECUTION_UNKNOWN`, intent `ERRORED`; executed but the result could not be saved → `503 EXECUTION_INTENT_RESULT_NOT_RECORDED` (`executionStatus: EXECUTED`, intent stays `PREPARED`); executed but the record could not be completed → `503 EXECUTION_RECORD_INCOMPLETE` (`executionStatus: EXECUTED`; the record is completed at the next start). Before anything is released: storage unavailable → `503 EXECUTION_INTENT_UNAVAILABLE`; signing unavailable → `503 SIGNING_UNAVAILABLE`.
          *
@@ -584,7 +612,7 @@ export interface paths {
         get: operations["listTransactions"];
         put?: never;
         /**
-         * Decide and record a business transaction, without release
+         * Decide and record, without release
          * @description The same validation, caller rules, decision and records as `POST /execute`, but nothing is released to a connector: an approval is stored as a signed Execution Trust Record with no executions and `assessment.execution.status: NOT_RELEASED` (no Execution Intent is made); a rejection is a signed Refusal Record and `403 POLICY_DENIED`. Use it to have a decision on record before acting yourself. A connector must still be registered for the action (`503 CONNECTOR_NOT_REGISTERED`).
          */
         post: operations["recordTransaction"];
@@ -602,7 +630,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One business transaction with its Trust Record or Refusal Record
+         * One business transaction
          * @description The Trust Record is served as stored, like `GET /trust-records/{id}`, and the response waits its turn among the heavy reads like it (see `GET /trust-records`).
          */
         get: operations["getTransaction"];
@@ -622,7 +650,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List Execution Trust Records in chain order, oldest first
+         * List Trust Records in chain order
          * @description **Order.** First every record with executions, by its position in the deployment's execution chain (the position is taken under the chain lock when the record is stored, so it is the order in which the records were linked, on every instance); then the records without executions (`POST /transactions`, pending override), which are not links of the chain, by creation time. The chain part of the list only ever grows at its end: a page of it never changes once full. A record without executions moves one place later for every record that joins the chain after it.
          *
          *     **How an auditor walks the chain** (with a `USER` key, which lists every record): request `page=1,2,3,…` with the same `pageSize` (at most 100) until a page has fewer than `pageSize` items, keeping `previous` = `null` across pages. For each item in order:
@@ -691,7 +719,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Execution Intents by state, for reconciliation (oldest first, paged)
+         * List Execution Intents by state
          * @description Default `state=PREPARED,ERRORED`: intents whose outcome must be reconciled at the connector (a `PREPARED` intent may or may not have been released). Paged like every list; `total` counts every intent in those states, so a backlog of any size is seen whole, page by page. Each status says `inFlight`: `true` while the request that stored the intent may still be running, which cannot be resolved yet (`inFlightUntil` says until when at the latest). A `USER` key lists every caller's intents, any other key its own caller's.
          */
         get: operations["listExecutionIntents"];
@@ -711,7 +739,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The signed Execution Intent and its operational status
+         * One Execution Intent and its status
          * @description `{intent, status: {state: PREPARED|RELEASED|FINALIZED|ERRORED|RESOLVED, updatedAt, inFlight, inFlightUntil?, error?, resolution?}}`. The intent holds only facts that existed before release, with `businessTransactionHash` binding the parameters; the status is not signed.
          */
         get: operations["getExecutionIntent"];
@@ -733,7 +761,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reconcile a PREPARED or ERRORED intent (verified human)
+         * Reconcile an intent
          * @description A USER key records what was found at the connector and a note; the intent becomes `RESOLVED`. This is an attributed operator statement in the unsigned status, not a Trust Record. An intent whose request is still in flight (`status.inFlight`) cannot be resolved: that request may still release the action and record its outcome. The check and the move are one atomic step on the intent, on every store and across instances.
          */
         post: operations["resolveExecutionIntent"];
@@ -750,12 +778,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** External connector changes, oldest first */
+        /**
+         * External connector changes
+         * @description Every proposed registration or revocation, oldest first, optionally only those in one `status`, one page at a time.
+         */
         get: operations["listExternalConnectorChanges"];
         put?: never;
         /**
-         * Propose registering or revoking an external connector (maker; USER key)
-         * @description `register` binds a capability to an https endpoint; `revoke` ends the capability's active registration. Nothing takes effect until a different human approves it with a step-up envelope. Every rule of spec 2.5 is checked now, and a broken one is `400` with a message that starts with the field's name: `kind`; `capability` (`namespace:verb`, at most 128 characters, not in a reserved namespace: `sandbox`, `test`, every built-in connector's, and every namespace starting with `mcp-`, which are the MCP servers'); `reason` (at most 2000 characters); `endpoint` (normalised by URL parsing, https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, a port from 1 to 65535, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `policyName`; `forwardedParameters` (names of at most 64 characters, no repeats); `timeoutMs` (1000 to 30000, default 10000); any other field. At most one registration per capability is active (a register for an active capability, or a revoke with nothing active, is `409`), and at most one change per capability is pending (`409`). The proposal is a signed governance audit event.
+         * Propose an external connector change
+         * @description Who: a `USER` key (the maker).
+         *
+         *     `register` binds a capability to an https endpoint; `revoke` ends the capability's active registration. Nothing takes effect until a different human approves it with a step-up envelope. Every endpoint rule is checked now, and a broken one is `400` with a message that starts with the field's name: `kind`; `capability` (`namespace:verb`, at most 128 characters, not in a reserved namespace: `sandbox`, `test`, every built-in connector's, and every namespace starting with `mcp-`, which are the MCP servers'); `reason` (at most 2000 characters); `endpoint` (normalised by URL parsing, https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, a port from 1 to 65535, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `policyName`; `forwardedParameters` (names of at most 64 characters, no repeats); `timeoutMs` (1000 to 30000, default 10000); any other field. At most one registration per capability is active (a register for an active capability, or a revoke with nothing active, is `409`), and at most one change per capability is pending (`409`). The proposal is a signed governance audit event.
          */
         post: operations["proposeExternalConnectorChange"];
         delete?: never;
@@ -774,8 +807,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve an external connector change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope naming the change (`ets step-up sign --change ID --action approve`). The change takes effect at once: a register makes the registration active (its `registrationId` is the change id), a revoke ends it, so a release after it sends nothing. The same checks and refusals as a policy approval, in the same order; of two simultaneous approvals exactly one succeeds.
+         * Approve an external connector change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope naming the change (`ets step-up sign --change ID --action approve`). The change takes effect at once: a register makes the registration active (its `registrationId` is the change id), a revoke ends it, so a release after it sends nothing. The same checks and refusals as a policy approval, in the same order; of two simultaneous approvals exactly one succeeds.
          */
         post: operations["approveExternalConnectorChange"];
         delete?: never;
@@ -794,8 +827,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject an external connector change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
+         * Reject an external connector change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
          */
         post: operations["rejectExternalConnectorChange"];
         delete?: never;
@@ -811,7 +844,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active external connector registrations, by capability */
+        /**
+         * Active external connectors
+         * @description The registrations approved and not revoked, by capability, one page at a time (`registrationId` is the id of the approved register change).
+         */
         get: operations["listExternalConnectors"];
         put?: never;
         post?: never;
@@ -829,13 +865,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Browser-form variant; stores the lead and redirects to the handbook
-         * @description The same capture as `POST`, with the address as a query parameter, answered by a redirect to the download. Public (the route table of spec 4.1 gives it no credential): a browser submitting a form sends no bearer key. It is a GET, the spec's browser-form variant, because an HTML form can only POST a form-encoded body and every body the service reads is JSON (anything else is `415`). A browser (its `Accept` names `text/html`) that comes without an address gets a small HTML form that submits to this route, and with a bad one the form again with the error; other clients get the JSON answers.
+         * Ask for the handbook (browser form)
+         * @description The same capture as `POST`, with the address as a query parameter, answered by a redirect to the download. Public: a browser submitting a form sends no bearer key. It is a GET, the browser-form variant, because an HTML form can only POST a form-encoded body and every body the service reads is JSON (anything else is `415`). A browser (its `Accept` names `text/html`) that comes without an address gets a small HTML form that submits to this route, and with a bad one the form again with the error; other clients get the JSON answers.
          */
         get: operations["handbookDownloadForm"];
         put?: never;
         /**
-         * Leave an email address, get the handbook download location
+         * Ask for the handbook
          * @description Stores the address as a lead, once per address (compared ignoring case; asking again is not an error), and answers with where the handbook is downloaded: the operator guide at `/documentation`. Public; rate-limited per IP with the other public routes (`RATE_LIMIT_PUBLIC_PER_MINUTE`).
          */
         post: operations["requestHandbookDownload"];
@@ -873,8 +909,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Signed caller-authentication audit events, newest first
-         * @description One event per authentication attempt, successful or not (`callerId` is null for a failure), except the successful ones of the dry runs `POST /evaluate` and `POST /simulate`, which write nothing. A `USER` key sees every caller's events; any other key sees its own caller's. Page with `before` (the `occurredAt` of the oldest event seen).
+         * Authentication audit events
+         * @description Signed caller-authentication audit events, newest first. One event per authentication attempt, successful or not (`callerId` is null for a failure), except the successful ones of the dry runs `POST /evaluate` and `POST /simulate`, which write nothing. A `USER` key sees every caller's events; any other key sees its own caller's.
+         *
+         *     **Paging.** This list pages by a cursor, not by `page` and `pageSize` (reading it is itself an audited authentication, so numbered pages would shift under the reader; `page` and `pageSize` are `400` like any parameter the route does not know). Events are ordered by `occurredAt`, then by `eventId`, both descending. Ask for up to `limit` events; for the next page send the same request with `before` = the `occurredAt` of the last event you got and `beforeEventId` = its `eventId`. An empty `events` is the end. Every event stored when a page is read is on exactly one page: none is repeated or skipped, even when several share one `occurredAt`. `before` alone keeps the events strictly older than that time (events of the same millisecond as it are left out).
          */
         get: operations["listAuthEvents"];
         put?: never;
@@ -892,11 +930,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /**
-         * No server-initiated stream (405)
-         * @description MCP lets a client open an SSE stream with GET for what the server sends unasked; this stateless endpoint offers none and answers `405` with `Allow: POST`, as the transport specification says a server that offers no stream does.
-         */
-        get: operations["mcpListen"];
+        get?: never;
         put?: never;
         /**
          * One MCP JSON-RPC message (Streamable HTTP, stateless)
@@ -909,11 +943,7 @@ export interface paths {
          *     `tools/list` answers the tools of every active server that the key''s `allowedCapabilities` allow, named `<server>__<tool>`, with the upstream''s description and input schema. `tools/call`: an unknown tool (or one the key may not call) is the JSON-RPC error `-32602`; arguments that break the tool''s input schema, or whose JSON is over 65536 bytes, are a result with `isError: true` and `_meta["ets/error"].code` `ARGUMENTS_INVALID` / `ARGUMENTS_TOO_LARGE`, with nothing decided, signed or stored. Otherwise the call is decided and recorded: the upstream''s result with `_meta["ets/trustRecord"] = {businessTransactionId, verifyUrl}` (executed); `isError` with `_meta["ets/refusal"] = {businessTransactionId}` (refused by policy, a signed Refusal Record); `isError` with `_meta["ets/error"] = {code: "EXECUTION_OUTCOME_UNKNOWN", businessTransactionId, executionStatus}` (sent upstream, no answer: never retried, the intent is `ERRORED`); `isError` with `_meta["ets/override"] = {businessTransactionId, status: "PENDING"}` (the policy requires a human override); `isError` with `_meta["ets/error"] = {code?, businessTransactionId}` for any other refusal of the pipeline.
          */
         post: operations["mcpMessage"];
-        /**
-         * No session to end (405)
-         * @description MCP lets a client end its session with DELETE; this stateless endpoint issues no session and answers `405` with `Allow: POST`, as the transport specification allows.
-         */
-        delete: operations["mcpEndSession"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -926,7 +956,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** MCP server changes, oldest first */
+        /**
+         * MCP server changes, oldest first
+         * @description Every proposed change of the upstream MCP servers, with its status (`PENDING_APPROVAL`, `APPROVED`, `REJECTED`), oldest first; paged like every list.
+         */
         get: operations["listMcpServerChanges"];
         put?: never;
         /**
@@ -987,7 +1020,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active upstream MCP servers, by name */
+        /**
+         * Active upstream MCP servers, by name
+         * @description The upstream MCP servers in force (approved register changes not revoked since), by name: where each is reached (`url` or `stdio`), the policy that decides its calls, the tools it offers, its timeout.
+         */
         get: operations["listMcpServers"];
         put?: never;
         post?: never;
@@ -1057,6 +1093,88 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/overrides": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Held transactions, newest first
+         * @description A USER key sees every held transaction; any other key only its own caller's.
+         */
+        get: operations["listHeldTransactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/overrides/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One held transaction
+         * @description What a human is asked to decide: the action, its parameters and signals, the hash a signed approval must carry (`signalsHash`), the decision and its reason, and what became of it.
+         */
+        get: operations["getHeldTransaction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/overrides/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a held transaction (USER key with a step-up key)
+         * @description The body is a signed approval naming this transaction (the `authorization.approval` object of `POST /execute`): `approverId` is the caller who sends it, signed with the caller's step-up key, scoped as the policy's `approvalScope` says, carrying `signalsHash` (see `GET /overrides/{id}`), at most 15 minutes from expiry, accepted once. Neither the requesting caller nor its principal may approve.
+         *
+         *     The held transaction is then released exactly once, through the same steps as `POST /execute` from the decision on: the policy version it was decided by is checked again, the approval and the signed Execution Intent are stored in one durable commit before anything is released, the sourced facts and the authority grant are re-checked, the connector is called, and the signed Trust Record (carrying the approval in `override`) is stored. The answer is what `POST /execute` would have answered; `GET /transactions/{id}` shows the outcome. Of concurrent approvals one wins, the others get `409`.
+         */
+        post: operations["approveHeldTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/overrides/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a held transaction (USER key with a step-up key)
+         * @description The body is a step-up envelope whose payload names this transaction in `businessTransactionId`, with `action: reject` and a `reason` (make one with `ets overrides reject` or the console). Nothing is released; a signed Refusal Record with `matchedRuleId: override-rejected` is stored (`Link` says where), and the transaction is `REJECTED`.
+         */
+        post: operations["rejectHeldTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/policies/validate": {
         parameters: {
             query?: never;
@@ -1068,7 +1186,7 @@ export interface paths {
         put?: never;
         /**
          * Validate a published policy version again
-         * @description Validates the published version `policyVersion` of the policy `policyId` in full again (JSON Schema, then every `when` type-checked against `signalsSchema`). Every status but 401 answers `{valid, errors}` (spec 2.1), never the error envelope: `policyId`, then `policyVersion`, missing, empty or not a string is `400`; no such published version is `404` with `Policy '<name>' version '<version>' was not found.` in `errors`.
+         * @description Validates the published version `policyVersion` of the policy `policyId` in full again (JSON Schema, then every `when` type-checked against `signalsSchema`). Every status but 401 answers `{valid, errors}`, never the error envelope: `policyId`, then `policyVersion`, missing, empty or not a string is `400`; no such published version is `404` with `Policy '<name>' version '<version>' was not found.` in `errors`.
          */
         post: operations["validatePolicy"];
         delete?: never;
@@ -1104,7 +1222,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Policy changes, oldest first, page by page */
+        /**
+         * Policy changes
+         * @description Every proposed policy version, oldest first, optionally only those in one `status`, one page at a time, each with the document it proposes.
+         */
         get: operations["listPendingPolicyChanges"];
         put?: never;
         post?: never;
@@ -1124,10 +1245,43 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Propose publishing a policy version (maker; USER key)
-         * @description Proposes publishing `proposedContent` as version `proposedContent.policyVersion` of the policy `{name}`. `{version}` is the published version it replaces, or the proposed version itself for a first one. Nothing takes effect until a different human approves it with a step-up envelope (`POST /policies/pending-changes/{id}/approve`). The document is validated now and refused with its errors. A published version never changes, so proposing one that is published is `409`; so is a second pending proposal of the same version. The proposal is a signed governance audit event.
+         * Propose a policy version
+         * @description Who: a `USER` key (the maker).
+         *
+         *     Proposes publishing `proposedContent` as version `proposedContent.policyVersion` of the policy `{name}`. `{version}` is the published version it replaces, or the proposed version itself for a first one. Nothing takes effect until a different human approves it with a step-up envelope (`POST /policies/pending-changes/{id}/approve`). The document is validated now and refused with its errors. A published version never changes, so proposing one that is published is `409`; so is a second pending proposal of the same version. The proposal is a signed governance audit event.
          */
         post: operations["proposePolicyChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/policies/pending-changes/{id}/impact": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Replay a pending policy change over the latest recorded decisions (USER key)
+         * @description The proposed version is replayed over the latest `limit` recorded decisions of its policy name (any version; newest first, by decision time): each decision's stored input (the signals the policy decided on, with every sourced signal as its source answered it, and the intent's action and parameters) is evaluated again by the proposed document, exactly as `POST /execute` evaluates it. The counts are exact.
+         *
+         *     - `action` is what a caller gets: `approve`, `reject`, or `requires_override` (an approval released only after a human override).
+         *     - `replayed`: how many decisions were replayed (fewer than `limit` when fewer were recorded).
+         *     - `changed`: how many of them get another `action` from the proposed version.
+         *     - `byTransition`: the changed ones by `"<action before>-><action after>"`; its values add up to `changed`. A decision whose action stays the same is not counted here, even when another rule decides it now.
+         *     - `byRule`: EVERY replayed decision by the `matchedRuleId` of the proposed version (`default` when its default decides, `signal-type-violation`, `(none)` for "no matching rule"); its values add up to `replayed`.
+         *     - `examples`: the first 20 changed decisions, newest first.
+         *
+         *     Replayed are the decisions made by a policy's evaluation, signal-type refusals included (a new `signalsSchema` may decide them otherwise), recorded by `POST /execute` or `POST /transactions`. Not replayed: refusals made before the rules were evaluated (`NOT_AUTHORIZED`, `AUTHORITY_EXPIRED`, `SOURCE_UNAVAILABLE`, `source-mismatch`, `bound-signal-mismatch`), and transactions recorded before the service kept decision inputs (database migration `DecisionInputs1763684800000`). Sourced signals are replayed with the values their sources answered then; they are not asked again.
+         *
+         *     Checks, in order: a query parameter other than `limit` (`400`); a USER key (`403 NON_HUMAN_CALLER_DENIED`); `limit` (`400`); the id names a policy change (`404`, also for the id of another kind of change); the change is still `PENDING_APPROVAL` (`409`: after a decision there is nothing to preview, and the newest decisions may then be the proposed version's own).
+         */
+        get: operations["previewPolicyChangeImpact"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1144,8 +1298,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve and publish a pending policy change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope signed with the checker's own Ed25519 step-up key (`ets step-up sign --action approve`). The change moves from `PENDING_APPROVAL` to `APPROVED` and the version is published at once; it is then the version in effect of its name. Of two simultaneous approvals (even on two instances sharing PostgreSQL) exactly one succeeds; the other is `409`. The request that records the approval holds the right to publish it; every other request gets `409`, including the same approver's while it is still publishing (exactly one `200`, one audit event). If publishing fails after the approval was recorded (the change is `APPROVED` without `appliedAt`), that request gives the right back, and the same approver's retry with a new envelope completes it (`200`); anyone else gets `409`. Should the publishing process stop, its right lapses after 60 seconds, and the approver's retry completes it then.
+         * Approve and publish a policy change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer.
+         *
+         *     The body is a step-up envelope signed with the checker's own Ed25519 step-up key (`ets step-up sign --action approve`). The change moves from `PENDING_APPROVAL` to `APPROVED` and the version is published at once; it is then the version in effect of its name. Of two simultaneous approvals (even on two instances sharing PostgreSQL) exactly one succeeds; the other is `409`. The request that records the approval holds the right to publish it; every other request gets `409`, including the same approver's while it is still publishing (exactly one `200`, one audit event). If publishing fails after the approval was recorded (the change is `APPROVED` without `appliedAt`), that request gives the right back, and the same approver's retry with a new envelope completes it (`200`); anyone else gets `409`. Should the publishing process stop, its right lapses after 60 seconds, and the approver's retry completes it then.
          *
          *     Checks, in order: USER key with a registered step-up key (else `403 NON_HUMAN_CALLER_DENIED`); envelope shape, and `payload.expiresAt` a real RFC 3339 date-time at most 15 minutes ahead (`400`); signature over the RFC 8785 canonical JSON of `payload` against the caller's registered key, `payload.pendingPolicyChangeId` = `{id}`, `payload.action` = `approve`, `payload.callerId` (when present) = the caller (`403 STEP_UP_INVALID`); `payload.expiresAt` not passed (`403 STEP_UP_EXPIRED`); the change exists (`404`); the caller is not the proposer (`403 SELF_APPROVAL_DENIED`); the change is pending (`409`, no code); the nonce was never used before, by any envelope for any change (`409 STEP_UP_NONCE_REUSED`). The decision is a signed governance audit event.
          */
@@ -1166,8 +1322,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject a pending policy change (checker; USER key with a step-up key)
-         * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason` (`ets step-up sign --action reject --reason TEXT`), recorded as `rejectionReason`. The same checks and refusals as approve. Nothing is published.
+         * Reject a policy change
+         * @description Who: a `USER` key with a registered step-up key (the checker), not the proposer. The body is a step-up envelope with `payload.action: reject` and a required `payload.reason` (`ets step-up sign --action reject --reason TEXT`), recorded as `rejectionReason`. The same checks and refusals as approve. Nothing is published.
          */
         post: operations["rejectPolicyChange"];
         delete?: never;
@@ -1326,7 +1482,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One public signing key (JWK) */
+        /**
+         * One public signing key (JWK)
+         * @description The public key `keyId` of `/.well-known/jwks.json`, also after rotation: every key that signed anything stays published. `404` for a key this deployment never had.
+         */
         get: operations["getPublicKey"];
         put?: never;
         post?: never;
@@ -1386,10 +1545,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Verify a stored Execution Trust Record and store a signed Verification
+         * Verify a stored Trust Record
          * @description Checks the stored record and answers the signed Verification it stores. `status` is `VERIFIED` only when every applicable check `PASSED`; a `FAILED` verification is a result, answered `200` as well. Checks (`checks.*`, each `{status: PASSED|FAILED|NOT_APPLICABLE, errors}`):
          *     - `signature`: the record's signature(s) against the published keys (both in hybrid mode).
-         *     - `executionChain` (spec 4.3.13): every execution carries all of `chainHash`, `chainSignature`, `previousChainHash` or none of them, and none only before the first chained one; `chainHash` recomputes from `previousChainHash` (null for the deployment's first execution) and the canonical digest of the execution; `chainSignature` verifies over `chainHash` with the record's key. `NOT_APPLICABLE` without executions.
+         *     - `executionChain`: every execution carries all of `chainHash`, `chainSignature`, `previousChainHash` or none of them, and none only before the first chained one; `chainHash` recomputes from `previousChainHash` (null for the deployment's first execution) and the canonical digest of the execution; `chainSignature` verifies over `chainHash` with the record's key. `NOT_APPLICABLE` without executions.
          *     - `policyContentHash`: `transaction.policy.contentHash` equals the SHA-256 of the stored content of that policy version, recomputed now.
          *     - `intentBinding`: for a released record, the Execution Intent stored before release exists, verifies, and its `businessTransactionHash` equals the hash recomputed from the record's transaction. `NOT_APPLICABLE` without executions.
          *
@@ -1432,7 +1591,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Replay a recorded decision and recheck the record's signature
+         * Replay a recorded decision
          * @description Re-evaluates the recorded decision with the policy version the record names, as stored (its content must still hash to `transaction.policy.contentHash`), on the recorded signals and intent, and checks the record's signature(s) again. `decisionMatches` is true only when the content hash matches and the replayed decision equals the recorded one (action, reason, `requires_override`, `matchedRuleId`). The answer is computed on request: neither stored nor signed (a Verification is the signed evidence). `businessTransactionId` is checked for presence only, not as a UUID. The request reads the whole record: it waits its turn among the heavy reads (see `GET /trust-records`).
          */
         post: operations["replayDecision"];
@@ -1449,7 +1608,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The latest Verification of a record */
+        /**
+         * The latest Verification of a record
+         * @description The newest signed Verification of the Trust Record `id` (a `businessTransactionId`), as `POST /verify` made it. A key that does not read everything gets `404` for another caller's record, as for a missing one.
+         */
         get: operations["getLatestVerification"];
         put?: never;
         post?: never;
@@ -1466,7 +1628,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The latest Receipt of a record */
+        /**
+         * The latest Receipt of a record
+         * @description The newest signed Receipt of the Trust Record `id` (a `businessTransactionId`), as `POST /receipt` issued it. A key that does not read everything gets `404` for another caller's record, as for a missing one.
+         */
         get: operations["getLatestReceipt"];
         put?: never;
         post?: never;
@@ -1477,10 +1642,35 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    pendingCreated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new item waits for a human
+         * @description Sent to every URL of `SVC_NOTIFY_WEBHOOK_URLS` for each new pending item: a change of any kind proposed (`policy`, `external-connector`, `business-signal-source`, `authority-grant`; further kinds such as MCP server changes and held transactions announce themselves the same way). Every egress rule applies to these URLs (https, a host name resolving only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`, no redirects followed, a 10-second deadline).
+         *
+         *     The notice is stored in the same database commit as the item, and sent by a background worker, never on the request's path: a notification never delays or fails a request. Any answer but 2xx (or no answer) is retried with the same `webhook-id` after 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 8 h (about a day in all), then given up and logged. Notices survive a restart; of several instances on one PostgreSQL exactly one sends each. An instance that stops between sending and recording the delivery leaves the notice to be sent again after a minute: deduplicate by `webhook-id`.
+         *
+         *     Verify a notification with any Standard Webhooks library and the secret: `webhook-signature` is `v1,` and the base64 HMAC-SHA256, keyed with the bytes the secret's base64 (after `whsec_`) encodes, of `<webhook-id>.<webhook-timestamp>.<body>` (the body's exact bytes). Refuse a timestamp far from your clock (the libraries allow 5 minutes).
+         */
+        post: operations["pendingCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
-        /** @description A policy document (CONTRACT "Policy document"): `name`, `policyVersion`, `signalsSchema` (each signal `boolean`, `number` or `string`), `rules` (tried in order; `when` is a CEL expression over `signals` and `intent`), optional `default`, `requireAuthorityGrant`, `signalSources`, `boundSignals`, `approvalScope`, `description`. `contentHash` is the SHA-256 of its RFC 8785 canonical form. `ets policy validate FILE` runs the same checks. */
+        /** @description A policy document: `name`, `policyVersion`, `signalsSchema` (each signal `boolean`, `number` or `string`), `rules` (tried in order; `when` is a CEL expression over `signals` and `intent`), optional `default`, `requireAuthorityGrant`, `signalSources`, `boundSignals`, `approvalScope`, `description`. `contentHash` is the SHA-256 of its RFC 8785 canonical form. `ets policy validate FILE` runs the same checks. */
         PolicyDocument: {
             name: string;
             policyVersion: string;
@@ -1519,7 +1709,7 @@ export interface components {
             boundSignals?: {
                 [key: string]: string;
             };
-            /** @description What a signed approval of a `requires_override` decision scopes (spec 4.3.4): exactly one of `value` (then `scope.field` must be `value` and equal the value at the path) or `resourceId`. */
+            /** @description What a signed approval of a `requires_override` decision scopes: exactly one of `value` (then `scope.field` must be `value` and equal the value at the path) or `resourceId`. */
             approvalScope?: {
                 value?: string;
                 resourceId?: string;
@@ -1574,7 +1764,7 @@ export interface components {
             };
         };
         /**
-         * @description A checker's signed, fresh intent to approve or reject one change (spec 2.6). Make one with `ets step-up sign`.
+         * @description A checker's signed, fresh intent to approve or reject one change. Make one with `ets step-up sign`.
          * @example {
          *       "payload": {
          *         "pendingPolicyChangeId": "3f0c9a4e-8a8e-4c55-9d0e-0a5b8f1e2c71",
@@ -1655,7 +1845,7 @@ export interface components {
             /** @description The deciding rule's `id`; `default`; `signal-type-violation`; null when no rule matched and there is no default. */
             matchedRuleId?: string | null;
         };
-        /** @description Separate statuses for authority, business validation and execution (spec 2.3). Absent in records written before it existed. */
+        /** @description Separate statuses for authority, business validation and execution. Absent in records written before it existed. */
         Assessment: {
             authority: {
                 /** @enum {string} */
@@ -1721,7 +1911,7 @@ export interface components {
             /** @description Base64 Ed25519 over the UTF-8 of the hex `chainHash`, with the record's `keyId`. */
             chainSignature?: string;
         };
-        /** @description A signed Execution Trust Record (spec 2.3): what was decided and, when released, what was executed, on the deployment's execution chain. */
+        /** @description A signed Execution Trust Record: what was decided and, when released, what was executed, on the deployment's execution chain. */
         TrustRecord: components["schemas"]["SignatureFields"] & {
             /** @constant */
             recordType: "execution-trust-record";
@@ -1732,12 +1922,13 @@ export interface components {
             transaction: components["schemas"]["RecordedTransaction"];
             decision: components["schemas"]["PolicyDecision"];
             assessment?: components["schemas"]["Assessment"];
-            /** @description Empty for a decision recorded without release (`POST /transactions`, or pending override). */
+            override?: components["schemas"]["HeldApproval"];
+            /** @description Empty for a decision recorded without release (`POST /transactions`, or held for a human: pending override). */
             executions: components["schemas"]["ExecutionEntry"][];
             /** Format: date-time */
             recordedAt: string;
         };
-        /** @description Signed evidence that a policy rejected a transaction (spec 2.3). */
+        /** @description Signed evidence that a policy rejected a transaction. */
         RefusalRecord: components["schemas"]["SignatureFields"] & {
             /** @constant */
             recordType: "refusal-record";
@@ -1759,7 +1950,7 @@ export interface components {
             /** Format: date-time */
             refusedAt: string;
         };
-        /** @description Signed and stored before release (spec 2.4): only facts that exist before release. Never the parameters (bound by `businessTransactionHash`) and never the result. It proves what was about to be released, not that it was. */
+        /** @description Signed and stored before release: only facts that exist before release. Never the parameters (bound by `businessTransactionHash`) and never the result. It proves what was about to be released, not that it was. */
         ExecutionIntent: components["schemas"]["SignatureFields"] & {
             /** @constant */
             recordType: "execution-intent";
@@ -1776,8 +1967,17 @@ export interface components {
                 contentHash: components["schemas"]["Sha256Hex"];
             };
             decision: components["schemas"]["PolicyDecision"];
+            /** @description A held transaction released on a human's approval: the approver's caller id. */
+            approvedBy?: string;
             /** Format: date-time */
             preparedAt: string;
+        };
+        /** @description A held transaction released on a human's approval (`POST /overrides/{id}/approve`): who approved it, when, and their signed approval (its `payload` names this transaction and the hash of its signals, and its `signature` verifies with the approver's step-up key). */
+        HeldApproval: {
+            approverId: string;
+            /** Format: date-time */
+            approvedAt: string;
+            approval: components["schemas"]["SignedApproval"];
         };
         /** @description Operational status beside the intent: not signed, it changes. `PREPARED`: signed and stored, the action may or may not have been released (while `inFlight`, its request is still running); `RELEASED`: the release returned and its context is saved; `FINALIZED`: the Trust Record exists; `ERRORED`: the release failed, the outcome must be reconciled; `RESOLVED`: a human reconciled it. */
         IntentStatus: {
@@ -1820,6 +2020,11 @@ export interface components {
             decision: components["schemas"]["PolicyDecision"];
             /** @description What the connector answered (absent when pending override). */
             result?: unknown;
+            /**
+             * Format: date-time
+             * @description Pending override only: until when a human may approve it (`POST /overrides/{businessTransactionId}/approve`); then it is refused by expiry.
+             */
+            expiresAt?: string;
             trustRecord: components["schemas"]["TrustRecord"];
         };
         /** @description An error of the release stage: the envelope plus `executionStatus`, which says whether the action was executed. */
@@ -1964,7 +2169,7 @@ export interface components {
             /** @description The deciding rule, `default`, or null when no rule matched and the policy has no default. */
             matchedRuleId: string | null;
         };
-        /** @description Spec 2.9. H = SHA-256 (lower-case hex), C = RFC 8785 canonical JSON (UTF-8). `signature` is base64 Ed25519 over C(the attestation without `signature`), with the key `signerKeyId` of `/.well-known/jwks.json` (Ed25519 also in hybrid signing mode). Changing any field breaks it. `ets verify FILE` checks it offline; `POST /verify` also checks the runtime. */
+        /** @description H = SHA-256 (lower-case hex), C = RFC 8785 canonical JSON (UTF-8). `signature` is base64 Ed25519 over C(the attestation without `signature`), with the key `signerKeyId` of `/.well-known/jwks.json` (Ed25519 also in hybrid signing mode). Changing any field breaks it. `ets verify FILE` checks it offline; `POST /verify` also checks the runtime. */
         ExecutionAttestation: {
             /** @description The SHA-256 execution identity: H(C({requestId, policyId, policyVersion, signalsHash})). */
             executionId: components["schemas"]["Hash"];
@@ -2024,10 +2229,6 @@ export interface components {
             policyVersion: string;
             /** @description Must match the policy's `signalsSchema`: every signal sent is declared and has its declared type (a number finite; null is no type). Declared signals may be left out; a rule that reads a missing one fails closed (rejects). Rules that read `intent` see an empty action and no parameters. */
             signals: Record<string, unknown>;
-        };
-        AttestationExecuteRequest: components["schemas"]["SignalsRequest"] & {
-            /** @description Your id of this execution, unique per deployment: a second request with it is `422` (replay). It becomes the attestation's `requestId`; the attestation's `executionId` is the SHA-256 identity computed from it. */
-            executionId: string;
         };
         /** @description Signed at every start. To check it: remove `manifestHash` and `manifestSignature`; H(C(the rest)) must equal `manifestHash`, and `manifestSignature` is base64 Ed25519 over the UTF-8 of the hex `manifestHash` with the key `signerKeyId` of the JWKS. `releaseManifestHash` recomputes from `version`, `runtimeHash`, `evaluatorHash`, `evaluatorSemanticHash`, `capabilities`, `supportedSchemaVersions`; `runtimeHash` = H(C(`runtimeContents`)) and `evaluatorHash` = H(C(`evaluatorContents`)) (absent from manifests signed before they were recorded). Every manifest the deployment signed is kept, so attestations of earlier starts keep verifying. */
         RuntimeManifest: {
@@ -2295,7 +2496,7 @@ export interface components {
             /** Format: date-time */
             expiresAt: string;
         };
-        /** @description A fact asked from the business system that owns it (spec 2.3). `sourceProof` is the source's base64 Ed25519 signature over `C({fact, subject, value, validUntil, nonce})`; `sourceKeyId` is `ed25519:<base64url of the source's 32-byte public key>`, a key id that carries the key, so `ets verify` checks the proof with nothing but the record. A source registered without a key: `sourceKeyId` and `sourceProof` null, `sourceProofVerified` false (trusted by TLS alone). */
+        /** @description A fact asked from the business system that owns it. `sourceProof` is the source's base64 Ed25519 signature over `C({fact, subject, value, validUntil, nonce})`; `sourceKeyId` is `ed25519:<base64url of the source's 32-byte public key>`, a key id that carries the key, so `ets verify` checks the proof with nothing but the record. A source registered without a key: `sourceKeyId` and `sourceProof` null, `sourceProofVerified` false (trusted by TLS alone). */
         TrustedSignal: {
             /** @description The declared signal it gives the value of. */
             signal: string;
@@ -2328,7 +2529,7 @@ export interface components {
             /** @description The signals the request will carry (default `{}`). */
             signals?: Record<string, unknown>;
         };
-        /** @description Spec 4.3.4: `value` when the policy declares `approvalScope.value` (equal to the value at that path), otherwise `resourceId` (equal to the value at `approvalScope.resourceId`, or to the `businessTransactionId` when the policy names no scope). */
+        /** @description `value` when the policy declares `approvalScope.value` (equal to the value at that path), otherwise `resourceId` (equal to the value at `approvalScope.resourceId`, or to the `businessTransactionId` when the policy names no scope). */
         ApprovalScope: {
             /** @enum {string} */
             field: "value" | "resourceId";
@@ -2337,7 +2538,7 @@ export interface components {
             /** @description With `field: resourceId`. */
             resourceId?: string;
         };
-        /** @description A human approval of one `requires_override` transaction, sent in `authorization.approval` of `POST /execute` (CONTRACT "Signed approvals and overrides in profile T"). */
+        /** @description A human approval of one `requires_override` transaction, sent in `authorization.approval` of `POST /execute`. */
         SignedApproval: {
             payload: {
                 /** @description Accepted once. */
@@ -2347,7 +2548,7 @@ export interface components {
                 businessTransactionId: string;
                 action: string;
                 scope: components["schemas"]["ApprovalScope"];
-                /** @description SHA-256 hex of the RFC 8785 canonical JSON of the request's `signals` (`{}` when none), spec 4.3.5. */
+                /** @description SHA-256 hex of the RFC 8785 canonical JSON of the request's `signals` (`{}` when none). */
                 signalsHash: string;
                 /** Format: date-time */
                 expiresAt: string;
@@ -2370,10 +2571,10 @@ export interface components {
             businessTransactionId: string;
             callerId: string;
             /**
-             * @description Refused by policy, recorded without release, released (EXECUTING until its Trust Record is stored, then EXECUTED).
+             * @description Refused, recorded without release, held for a human (HELD until approved: then EXECUTING; or rejected or expired: then REFUSED), released (EXECUTING until its Trust Record is stored, then EXECUTED).
              * @enum {string}
              */
-            outcome: "REFUSED" | "RECORDED" | "EXECUTING" | "EXECUTED";
+            outcome: "REFUSED" | "RECORDED" | "HELD" | "EXECUTING" | "EXECUTED";
             /** Format: date-time */
             createdAt: string;
         };
@@ -2567,10 +2768,164 @@ export interface components {
             registeredAt: string;
         };
         /**
+         * @example {
+         *       "type": "pending.created",
+         *       "item": {
+         *         "kind": "policy",
+         *         "id": "3f0c9a4e-8a8e-4c55-9d0e-0a5b8f1e2c71",
+         *         "summary": "publish policy 'payments-transfer' version '1.1.0' (base '1.0.0', contentHash 9b1c…)",
+         *         "consoleUrl": "https://ets.example.com/console#/items/policy/3f0c9a4e-8a8e-4c55-9d0e-0a5b8f1e2c71"
+         *       },
+         *       "createdAt": "2026-11-21T12:00:00.000Z"
+         *     }
+         */
+        PendingCreatedEvent: {
+            /** @constant */
+            type: "pending.created";
+            item: {
+                /** @description The kind of item: `policy`, `external-connector`, `business-signal-source`, `authority-grant`, … */
+                kind: string;
+                /** @description The change's id (what its approve and reject routes name). */
+                id: string;
+                /** @description One line saying what it is about. */
+                summary: string;
+                /**
+                 * Format: uri
+                 * @description `<SVC_PUBLIC_URL>/console#/items/<kind>/<id>`: where an approver opens it.
+                 */
+                consoleUrl: string;
+            };
+            /**
+             * Format: date-time
+             * @description When the item was created.
+             */
+            createdAt: string;
+        };
+        /**
          * @description The shared rate-limit store (Redis, `SVC_REDIS_URL`): `UP` while the counts are shared by every instance, `DOWN` while this instance counts on its own (it shares again once Redis is back). Present only when `SVC_REDIS_URL` is set.
          * @enum {string}
          */
         SharedStoreState: "UP" | "DOWN";
+        HeldTransaction: {
+            businessTransactionId: string;
+            /** @description The caller whose request is held. */
+            callerId: string;
+            action: string;
+            /** @description The intent's parameters, as requested. */
+            parameters: Record<string, unknown>;
+            /** @description The signals the caller sent. */
+            signals: Record<string, unknown>;
+            /** @description SHA-256 hex of the RFC 8785 canonical JSON of `signals`: what a signed approval must carry. */
+            signalsHash: string;
+            /** @description The `scope` a signed approval must carry, as the policy's `approvalScope` says (the value at its `value` path, the resource at its `resourceId` path, or this transaction when it names none). */
+            scope?: components["schemas"]["ApprovalScope"];
+            businessTransactionHash: string;
+            policy: {
+                name: string;
+                version: string;
+                contentHash: string;
+            };
+            decision: components["schemas"]["PolicyDecision"];
+            /** @enum {string} */
+            status: "PENDING" | "APPROVED" | "REJECTED" | "EXPIRED";
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Until when a human may approve it.
+             */
+            expiresAt: string;
+            decidedBy?: string;
+            /** Format: date-time */
+            decidedAt?: string;
+            /** @description Why it was rejected, or that it expired. */
+            reason?: string;
+        };
+        /** @description A step-up envelope (see StepUpEnvelope) naming a held transaction instead of a change. */
+        HeldRejectEnvelope: {
+            payload: {
+                /** @description The `{id}` of the URL. */
+                businessTransactionId: string;
+                /** @constant */
+                action: "reject";
+                /**
+                 * Format: date-time
+                 * @description At most 15 minutes ahead of the server's clock.
+                 */
+                expiresAt: string;
+                /** @description Single use across every step-up envelope. */
+                nonce: string;
+                callerId?: string;
+                reason: string;
+            };
+            /** @description Base64 Ed25519 over the RFC 8785 canonical JSON of `payload`, with the checker's step-up key. */
+            signature: string;
+        };
+        ImpactDecision: {
+            /**
+             * @description What a caller gets: `requires_override` is an approval released only after a human override.
+             * @enum {string}
+             */
+            action: "approve" | "reject" | "requires_override";
+            /** @description The deciding rule's id, `default`, `signal-type-violation`, or null for "no matching rule". */
+            matchedRuleId: string | null;
+        };
+        /**
+         * @description The proposed version replayed over the latest recorded decisions of its policy name (see `GET /policies/pending-changes/{id}/impact`).
+         * @example {
+         *       "policyName": "payments-transfer",
+         *       "fromVersion": "1.0.0",
+         *       "toVersion": "1.1.0",
+         *       "replayed": 1000,
+         *       "changed": 37,
+         *       "byTransition": {
+         *         "approve->requires_override": 30,
+         *         "approve->reject": 7
+         *       },
+         *       "byRule": {
+         *         "ok": 921,
+         *         "large": 72,
+         *         "sanctioned": 7
+         *       },
+         *       "examples": [
+         *         {
+         *           "businessTransactionId": "6f1c2a9e-3b4d-4e8f-9a1b-2c3d4e5f6a7b",
+         *           "before": {
+         *             "action": "approve",
+         *             "matchedRuleId": "ok"
+         *           },
+         *           "after": {
+         *             "action": "requires_override",
+         *             "matchedRuleId": "large"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        PolicyImpact: {
+            policyName: string;
+            /** @description The version the change replaces (its `baseVersion`; the proposed version itself for a first one). */
+            fromVersion: string;
+            /** @description The proposed version. */
+            toVersion: string;
+            replayed: number;
+            /** @description Replayed decisions whose `action` the proposed version changes. */
+            changed: number;
+            /** @description Changed decisions by `"<before>-><after>"` action; the values add up to `changed`. */
+            byTransition: {
+                [key: string]: number;
+            };
+            /** @description Every replayed decision by the `matchedRuleId` of the proposed version (`(none)`: no matching rule); the values add up to `replayed`. */
+            byRule: {
+                [key: string]: number;
+            };
+            /** @description The first 20 changed decisions, newest first. */
+            examples: {
+                businessTransactionId: string;
+                before: components["schemas"]["ImpactDecision"];
+                after: components["schemas"]["ImpactDecision"];
+            }[];
+        };
         /** @description A C2SP tlog-checkpoint in a C2SP signed note (see the tag "Transparency log"). */
         SignedCheckpoint: string;
         InclusionProof: {
@@ -2666,6 +3021,8 @@ export interface components {
         /** @description Principal rule (`Caller is not permitted to assert this authority.principalId.`, no code), `TENANT_NOT_ALLOWED`, `CAPABILITY_NOT_ALLOWED`, or `POLICY_DENIED` (`Execution rejected: <reason>`; a signed Refusal Record is stored, whose `matchedRuleId` is the deciding rule, `default`, `signal-type-violation`, or a refusal of business validation: `NOT_AUTHORIZED` (no authority grant in force for the calling key and action, or outside its limits), `AUTHORITY_EXPIRED` (its grants have expired), `SOURCE_UNAVAILABLE` (a source the policy names could not be asked or trusted), `source-mismatch` (a signal the caller sent differs from its source's value), `bound-signal-mismatch` (a bound signal and the intent value disagree)). `POST /execute` only: `APPROVAL_INVALID`: `authorization.approval` is not a valid, unused approval of this transaction (nothing is stored; send it again with a valid one). */
         TransactionForbidden: {
             headers: {
+                /** @description With `POLICY_DENIED` only: where the signed Refusal Record is, `</refusal/{businessTransactionId}>; rel="related"`. */
+                Link?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -2764,7 +3121,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Refused by the input rules (no code; see the introduction): a path parameter or query value holding U+0000, or a path that is not valid percent-encoded UTF-8; for a route with a body, also a `Content-Encoding` that is not `identity`, `gzip`, `deflate` or `br` or that the body does not decode as, a body that is not UTF-8 or strict JSON, a duplicate key, a number a double does not carry exactly (an integer beyond ±(2^53 − 1), `1e-400`, `0.30000000000000000000000001`), or U+0000 in any string or key. Nothing is stored. */
+        /** @description Refused by the input rules (no code; see the introduction): a query parameter the operation does not list (`{"error":"Unknown query parameter \"pageSize\": GET /health takes no query parameter."}`), a path parameter or query value holding U+0000, or a path that is not valid percent-encoded UTF-8; for a route with a body, also a `Content-Encoding` that is not `identity`, `gzip`, `deflate` or `br` or that the body does not decode as, a body that is not UTF-8 or strict JSON, a duplicate key, a number a double does not carry exactly (an integer beyond ±(2^53 − 1), `1e-400`, `0.30000000000000000000000001`), or U+0000 in any string or key. Nothing is stored. */
         InputRefused: {
             headers: {
                 [name: string]: unknown;
@@ -2850,17 +3207,6 @@ export interface components {
         /** @description The request carries an `Origin` header not in `SVC_MCP_ALLOWED_ORIGINS` (a browser page of another site, possibly through DNS rebinding): a JSON-RPC error without `id`. Nothing is read or stored. */
         McpOriginRefused: {
             headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["JsonRpcError"];
-            };
-        };
-        /** @description A JSON-RPC error without `id`, with `Allow: POST`. */
-        McpMethodNotAllowed: {
-            headers: {
-                /** @description `POST` */
-                Allow: string;
                 [name: string]: unknown;
             };
             content: {
@@ -4191,7 +4537,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description One of the files the reference page loads. */
-                file: "swagger-ui-bundle.js" | "swagger-ui.css" | "reference.js" | "reference.css";
+                file: "scalar-api-reference.js" | "reference.js" | "reference.css";
             };
             cookie?: never;
         };
@@ -4274,7 +4620,7 @@ export interface operations {
                     "application/json": components["schemas"]["ExecutionResponse"];
                 };
             };
-            /** @description Approved with `requires_override`: recorded, not released (`executionStatus: PENDING_OVERRIDE`). */
+            /** @description Approved with `requires_override` and no approval: recorded and held for a human (`executionStatus: PENDING_OVERRIDE`, with `expiresAt`). It waits at `GET /overrides/{businessTransactionId}` until a human approves it there (it is then released) or rejects it, or until `SVC_OVERRIDE_TTL_SECONDS` have passed (refused by expiry); nobody has to send it again. */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -4335,7 +4681,7 @@ export interface operations {
                 /** @description Only the transactions of this caller (exact). */
                 callerId?: string;
                 /** @description Only transactions with this outcome. */
-                outcome?: "REFUSED" | "RECORDED" | "EXECUTING" | "EXECUTED";
+                outcome?: "REFUSED" | "RECORDED" | "HELD" | "EXECUTING" | "EXECUTED";
                 /** @description Only transactions created at or after this time: an RFC 3339 date-time, or a date (`2026-03-01`, from 00:00:00.000 UTC). */
                 from?: string;
                 /** @description Only transactions created at or before this time: an RFC 3339 date-time, or a date (`2026-03-01`, up to 23:59:59.999 UTC). */
@@ -4789,7 +5135,7 @@ export interface operations {
                     "application/json": components["schemas"]["ExternalConnectorChange"];
                 };
             };
-            /** @description No code: a rule of spec 2.5 is broken; the message names the field (see above). Also a body that is not a JSON object. */
+            /** @description No code: an endpoint rule is broken; the message names the field (see above). Also a body that is not a JSON object. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5121,8 +5467,10 @@ export interface operations {
             query?: {
                 /** @description Whole number 1 to 500, default 50. */
                 limit?: number;
-                /** @description ISO 8601 time: only events strictly older. */
+                /** @description ISO 8601 time: only events older than it (with `beforeEventId`, also those of that very time whose `eventId` sorts below it). */
                 before?: string;
+                /** @description With `before`: the `eventId` of the last event of the previous page. */
+                beforeEventId?: string;
             };
             header?: never;
             path?: never;
@@ -5130,7 +5478,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Events. */
+            /** @description Up to `limit` events, newest first. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5143,24 +5491,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
-            429: components["responses"]["AuthFailureLimited"];
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
-        };
-    };
-    mcpListen: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            400: components["responses"]["InputRefused"];
-            401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["McpOriginRefused"];
-            405: components["responses"]["McpMethodNotAllowed"];
             429: components["responses"]["AuthFailureLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -5234,26 +5564,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            500: components["responses"]["InternalError"];
-            503: components["responses"]["Unavailable"];
-        };
-    };
-    mcpEndSession: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            400: components["responses"]["InputRefused"];
-            401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["McpOriginRefused"];
-            405: components["responses"]["McpMethodNotAllowed"];
-            413: components["responses"]["TooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
-            429: components["responses"]["AuthFailureLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -5614,6 +5924,254 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listHeldTransactions: {
+        parameters: {
+            query?: {
+                /** @description Only held transactions in this status (all when absent). */
+                status?: "PENDING" | "APPROVED" | "REJECTED" | "EXPIRED";
+                /** @description Whole number from 1 (default 1). */
+                page?: components["parameters"]["Page"];
+                /** @description Whole number 1 to 100 (default 20). */
+                pageSize?: components["parameters"]["PageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["HeldTransaction"][];
+                        page: number;
+                        pageSize: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description No code: an unknown `status`, or `page`/`pageSize` not whole numbers or `pageSize` above 100. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getHeldTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The businessTransactionId. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The held transaction. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldTransaction"];
+                };
+            };
+            400: components["responses"]["InputRefused"];
+            401: components["responses"]["Unauthenticated"];
+            /** @description `Held transaction not found.` (no code); also another caller's, for a key that is not a USER key. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    approveHeldTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The businessTransactionId. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignedApproval"];
+            };
+        };
+        responses: {
+            /** @description Released and recorded: `{businessTransactionId, executionStatus: "EXECUTED", decision, result, trustRecord}`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionResponse"];
+                };
+            };
+            /** @description No code: the body is not JSON of the right shape. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description `NON_HUMAN_CALLER_DENIED` (not a USER key), `SELF_APPROVAL_DENIED` (the requester or its principal), `APPROVAL_INVALID` (the approval is not valid for this transaction: shape, another transaction or action, expired or too far ahead, another approver than the caller, scope, signals hash, signature, used before). Nothing changes. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `Held transaction not found.` (no code). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `CHANGE_ALREADY_DECIDED`: no longer pending (approved by someone else, rejected, or expired: then it is refused by expiry); or `AUTHORIZATION_NO_LONGER_VALID` with `executionStatus: NOT_EXECUTED` (a fact or the grant no longer held at release, or the policy version is not the one it was decided by). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["ExecutionError"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Over `RATE_LIMIT_EXECUTE_PER_MINUTE`. */
+            429: {
+                headers: {
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description As `POST /execute`: `EXECUTION_OUTCOME_UNKNOWN` or `RUNTIME_ERROR`. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionError"];
+                };
+            };
+            /** @description As `POST /execute`: `CONNECTOR_NOT_REGISTERED` (nothing changed; it stays pending), `EXECUTION_INTENT_UNAVAILABLE`, `SIGNING_UNAVAILABLE`, `STORAGE_UNAVAILABLE`; after the action was executed, with `executionStatus: EXECUTED`: `EXECUTION_INTENT_RESULT_NOT_RECORDED`, `EXECUTION_RECORD_INCOMPLETE`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["ExecutionError"];
+                };
+            };
+        };
+    };
+    rejectHeldTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The businessTransactionId. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeldRejectEnvelope"];
+            };
+        };
+        responses: {
+            /** @description The held transaction, now `REJECTED`. */
+            200: {
+                headers: {
+                    /** @description `</refusal/{businessTransactionId}>; rel="related"`: the signed Refusal Record. */
+                    Link: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldTransaction"];
+                };
+            };
+            /** @description No code: a malformed envelope (shape, nonce, no reason, `expiresAt` not a real date-time or more than 15 minutes ahead). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description `NON_HUMAN_CALLER_DENIED`, `SELF_APPROVAL_DENIED`, `STEP_UP_INVALID` (signature, another transaction, another action or caller), `STEP_UP_EXPIRED`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `Held transaction not found.` (no code). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `CHANGE_ALREADY_DECIDED` (no longer pending) or `STEP_UP_NONCE_REUSED`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     validatePolicy: {
         parameters: {
             query?: never;
@@ -5856,6 +6414,72 @@ export interface operations {
             429: components["responses"]["AuthFailureLimited"];
             500: components["responses"]["InternalError"];
             /** @description `AUDIT_UNAVAILABLE`: the governance audit event could not be stored. `STORAGE_UNAVAILABLE`: no database connection could be had in time. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewPolicyChangeImpact: {
+        parameters: {
+            query?: {
+                /** @description How many of the latest decisions to replay: a whole number from 1 to 10000 in plain decimal digits (default 1000). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The id of the pending change. */
+                id: components["parameters"]["ChangeId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The impact of the proposed version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyImpact"];
+                };
+            };
+            /** @description No code: `limit` is not a whole number from 1 to 10000 (or is given twice), or the query has another parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description `NON_HUMAN_CALLER_DENIED`: only a USER key may preview. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["ChangeNotFound"];
+            /** @description No code: the change is already decided (`APPROVED` or `REJECTED`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["AuthFailureLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description `STORAGE_UNAVAILABLE`: no database connection could be had in time. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6514,6 +7138,35 @@ export interface operations {
             429: components["responses"]["AuthFailureLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    pendingCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The notification's id (`msg_<uuid>`): the same for every endpoint and every retry. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in whole seconds since 1970 (UTC). */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` with the secret of `SVC_NOTIFY_WEBHOOK_SECRET`. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PendingCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx: delivered. Anything else, or no answer within 10 seconds: retried. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

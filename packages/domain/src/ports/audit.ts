@@ -25,8 +25,22 @@ export interface GovernanceEvent {
 
 export type AuditEvent = AuthEvent | GovernanceEvent;
 
+export interface AuditEventQuery {
+  callerId?: string;
+  limit: number;
+  before?: string;
+  beforeEventId?: string;
+  kind?: AuditEvent['kind'];
+}
+
 export interface AuditEventStore {
   /** Durable on return; a failure must surface so the caller can fail closed. */
   append(event: Signed<AuditEvent>): Promise<void>;
-  list(query: { callerId?: string; limit: number; before?: string; kind?: AuditEvent['kind'] }): Promise<Signed<AuditEvent>[]>;
+  /**
+   * Newest first: by `occurredAt`, then by `eventId`, both descending. `before` (an ISO time as
+   * `toISOString` writes it) keeps the events strictly older; with `beforeEventId` too, also those
+   * of that very time whose `eventId` sorts below it, so that a page resumed after its last event
+   * (its `occurredAt` and `eventId`) neither repeats nor skips one.
+   */
+  list(query: AuditEventQuery): Promise<Signed<AuditEvent>[]>;
 }
