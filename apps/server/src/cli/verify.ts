@@ -42,11 +42,26 @@ export async function verifyCommand(argv: string[]): Promise<void> {
   const keysSource = values.keys ?? defaultJwksUrl();
   const jwks = await loadJwks(keysSource);
   const report = verifyOffline(record, jwks, { transparency });
+  const input = file === '-' ? 'standard input' : file;
+  // An error answer piped in (`curl … /execute | ets verify -`): say so, rather than list failed checks of a record that is not there.
+  if (report.kind === 'unknown' && isObject(parsed) && typeof parsed.error === 'string') {
+    throw new CliError(`${input} holds an error answer of the service, not a signed record: ${JSON.stringify(parsed).slice(0, 300)}`, 1);
+  }
+  if (from === 'trustRecord' && isObject(parsed) && typeof parsed.executionStatus === 'string') process.stdout.write(executeAnswerLine(parsed));
   process.stdout.write(formatReport(report, { from, keys: keysSource }));
   if (!report.valid) {
     const names = report.checks.filter((c) => !c.ok).map((c) => c.name);
     throw new CliError(`${file === '-' ? 'the record' : file} does NOT verify (failed: ${names.join(', ')}).`, 1);
   }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The answer of `POST /execute` in one line: what happened, before what the record proves. */
+function executeAnswerLine(answer: Record<string, unknown>): string {
+  const decision = isObject(answer.decision) ? answer.decision : {};
+  const why = typeof decision.reason === 'string' ? ` (${decision.reason})` : '';
+  return `POST /execute answered: executionStatus ${String(answer.executionStatus)}, decision ${String(decision.action ?? '-')}${why}\n`;
 }
 
 /** Human-readable report: the kind, then one line per check (`ok` or `FAILED: detail`). */
