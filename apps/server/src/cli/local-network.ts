@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { LoopbackDns, TestCertificateAuthority } from '@ets/loopback-network';
 import { writeFileAtomic } from '../write-file-atomic.js';
 import { CliError, codeOrMessage } from './errors.js';
+import { stopWhenParentExits } from './parent-watch.js';
 import { usageOf } from './usage.js';
 
 const USAGE = usageOf('local-network');
@@ -155,5 +156,6 @@ export async function localNetworkCommand(argv: string[]): Promise<void> {
   const stop = () => void resolver.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  stopWhenParentExits(stop);
   await new Promise<never>(() => undefined);
 }

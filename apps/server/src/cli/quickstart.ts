@@ -11,6 +11,7 @@ import { createLogger } from '../logger.js';
 import { startServer } from '../server.js';
 import { writeFileAtomic } from '../write-file-atomic.js';
 import { CliError, fetchProblem } from './errors.js';
+import { stopWhenParentExits } from './parent-watch.js';
 import { stopOnSignals } from './serve.js';
 import { stepUpEnvelope } from './step-up.js';
 import { usageOf } from './usage.js';
@@ -77,6 +78,7 @@ export async function quickstartCommand(argv: string[]): Promise<void> {
   say(`  folder   ${dir}: its own database, signing keys, API keys (keys.env) and log (server.log)`);
   const running = await startServer(settings, logger);
   lifecycle.started(running);
+  stopWhenParentExits(() => lifecycle.stop('parent exited'));
   say(`  service  ${running.url} in sandbox mode (SVC_SANDBOX=true): the built-in sandbox connector echoes each action, nothing real is done`);
   say(`           the guide is at ${running.url}/documentation, the API reference at ${running.url}/reference`);
   say();

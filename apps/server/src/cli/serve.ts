@@ -4,8 +4,7 @@ import { createLogger } from '../logger.js';
 import { installRootWord } from '../install-root.js';
 import type { Logger } from '@ets/domain';
 import { startServer, type IssuedFirstKey, type RunningServer } from '../server.js';
-
-const PARENT_CHECK_MS = 1000;
+import { stopWhenParentExits } from './parent-watch.js';
 
 /**
  * `ets serve`: what `npm start` runs. Stops gracefully on SIGTERM and SIGINT, and with
@@ -15,17 +14,12 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { 'exit-with-parent': { type: 'boolean' } }, strict: true });
   const settings = loadSettings();
   const logger = createLogger(settings.logLevel);
-  const parent = process.ppid;
   const lifecycle = stopOnSignals(logger);
   lifecycle.started(await startServer(settings, logger, { onFirstKey: printFirstKey }));
-  if (values['exit-with-parent']) {
-    // `npm start` execs the server in place of its shell, so npm is the parent and forwards SIGTERM
-    // and SIGINT. If npm itself is killed outright (SIGKILL, a container or unit stopping it) the
-    // server is re-parented; it then stops as if it had been sent SIGTERM, instead of living on.
-    setInterval(() => {
-      if (process.ppid !== parent) lifecycle.stop('parent exited');
-    }, PARENT_CHECK_MS).unref();
-  }
+  // `npm start` execs the server in place of its shell, so npm is the parent and forwards SIGTERM
+  // and SIGINT. If npm itself is killed outright (SIGKILL, a container or unit stopping it) the
+  // server is re-parented; it then stops as if it had been sent SIGTERM, instead of living on.
+  if (values['exit-with-parent']) stopWhenParentExits(() => lifecycle.stop('parent exited'));
 }
 
 /**

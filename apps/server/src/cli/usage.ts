@@ -173,7 +173,7 @@ export const HELP: Record<string, CommandHelp> = {
       ['--port PORT', 'listen port (default 8443; 0 for any free port)'],
       ['--valid-for SECONDS', `how long an answer holds (validUntil), unless the facts file says (default ${300})`],
     ],
-    notes: 'Stops on SIGINT or SIGTERM.',
+    notes: 'Stops on SIGINT or SIGTERM, and when the process that started it exits (npx ets …).',
   },
   'local-network': {
     brief: 'a resolver, a CA and certificates, to try sources and receivers on one machine',
@@ -189,7 +189,7 @@ export const HELP: Record<string, CommandHelp> = {
       ['--dns-port PORT', "the resolver's UDP port on 127.0.0.1 (default 8053)"],
       ['--address IP', 'what the names resolve to, where the source or receiver listens (default 127.0.0.1)'],
     ],
-    notes: 'Start the server with the settings: env $(cat DIR/server.env) npm start. Stops on SIGINT or SIGTERM.',
+    notes: 'Start the server with the settings: env $(cat DIR/server.env) npm start. Stops on SIGINT or SIGTERM, and when the process that started it exits (npx ets …).',
   },
   quickstart: {
     brief: 'a sandbox service of its own, ready for a first executed and verified action',
@@ -201,7 +201,7 @@ export const HELP: Record<string, CommandHelp> = {
     options: [['--dir DIR', 'the folder for its database, signing keys, API keys and log (new or empty; default a new temporary folder)']],
     notes:
       'Listens on SVC_HOST:SVC_PORT (default 127.0.0.1:8080); every other setting is its own (sandbox mode, the embedded store in the folder). ' +
-      'Stops on SIGINT or SIGTERM; the folder stays, to look at or delete.',
+      'Stops on SIGINT or SIGTERM, and when the process that started it exits (npx ets …); the folder stays, to look at or delete.',
   },
   demo: {
     brief: 'a guided walk through the whole service (sandbox mode)',
