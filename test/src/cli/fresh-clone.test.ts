@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '@ets/test-support';
@@ -28,10 +28,13 @@ const tmp = path.join(work, 'tmp');
 mkdirSync(tmp);
 const GUIDE = 'packages/adapters-http/assets/guide';
 const running: ChildProcess[] = [];
+/** ETS_FRESH_CLONE_KEEP=1 keeps the clone and the commands' output (work/guide.out, written as they run), to look at a failure. */
+const keep = process.env.ETS_FRESH_CLONE_KEEP === '1';
 // rm -rf: the clone holds a node_modules of some 25 000 files, which fs.rmSync takes many times longer to remove.
 afterAll(() => {
   for (const child of running) if (child.exitCode === null) child.kill('SIGKILL');
-  if (spawnSync('rm', ['-rf', work]).status !== 0) rmSync(work, { recursive: true, force: true });
+  if (keep) console.log(`ETS_FRESH_CLONE_KEEP: the clone and the output are in ${work}`);
+  else if (spawnSync('rm', ['-rf', work]).status !== 0) rmSync(work, { recursive: true, force: true });
 });
 
 /** The shell blocks of a Markdown section: its heading (any level) up to the next heading of the same level or higher. */
@@ -213,8 +216,12 @@ echo "== end"
       const child = spawn('bash', [path.join(work, 'guide.sh')], { cwd: clone, env: { ...ENV, SVC_LOG_LEVEL: 'info' } });
       running.push(child);
       let out = '';
-      child.stdout.on('data', (d) => (out += d));
-      child.stderr.on('data', (d) => (out += d));
+      const collect = (d: Buffer) => {
+        out += d.toString();
+        appendFileSync(path.join(work, 'guide.out'), d);
+      };
+      child.stdout.on('data', collect);
+      child.stderr.on('data', collect);
       child.on('close', (code) => resolve({ status: code, out }));
     });
     const context = `\n--- output of the guide's commands ---\n${out}`;

@@ -1,12 +1,11 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import dgram from 'node:dgram';
 import { Resolver } from 'node:dns/promises';
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
-import { CLI, REPO_ROOT, runCli, tempDirs } from '@ets/test-support';
+import { runCli, startCli, tempDirs, type StartedCli } from '@ets/test-support';
 
 // Needs the built CLI (`npm run build`). The walkthrough that uses it end to end (a source reached
 // over HTTPS through it) is the guide's business-validation walkthrough, run by fresh-clone.test.ts.
@@ -21,44 +20,9 @@ const freeUdpPort = (): Promise<number> =>
     });
   });
 
-interface Running {
-  child: ChildProcess;
-  output(): string;
-  stop(): Promise<number | null>;
-}
+type Running = StartedCli<true>;
 
-function startNetwork(args: string[]): Promise<Running> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'local-network', ...args], { env: { PATH: process.env.PATH }, cwd: REPO_ROOT });
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`ets local-network did not start in time:\n${out}`));
-    }, 30_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('Ctrl-C stops the resolver.')) {
-        clearTimeout(timer);
-        resolve({
-          child,
-          output: () => out,
-          stop: () =>
-            new Promise((res) => {
-              if (child.exitCode !== null) return res(child.exitCode);
-              child.once('exit', (code) => res(code));
-              child.kill('SIGTERM');
-            }),
-        });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`ets local-network exited with ${code}:\n${out}`));
-    });
-  });
-}
+const startNetwork = (args: string[]): Promise<Running> => startCli(['local-network', ...args], {}, (out) => (out.includes('Ctrl-C stops the resolver.') ? true : undefined), 30_000);
 
 describe('ets local-network', () => {
   const running: Running[] = [];

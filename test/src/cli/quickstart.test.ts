@@ -1,59 +1,22 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
-import { CLI, REPO_ROOT, runCli, tempDirs } from '@ets/test-support';
+import { runCli, startCli, tempDirs, type StartedCli } from '@ets/test-support';
 
 // Needs the built CLI (`npm run build`).
 const tmp = tempDirs('ets-quickstart-');
 
-interface Quickstart {
-  child: ChildProcess;
-  output(): string;
-  /** The command it printed, ready to paste. */
-  command: string;
-  url: string;
-  stop(): Promise<number | null>;
-}
+type Quickstart = StartedCli<{ command: string; url: string }>;
 
 /** Starts `ets quickstart` and resolves once it has printed the command to paste. */
-function startQuickstart(args: string[], env: Record<string, string>): Promise<Quickstart> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'quickstart', ...args], { env: { PATH: process.env.PATH, SVC_PORT: '0', ...env }, cwd: env.CWD ?? REPO_ROOT });
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`ets quickstart did not print its command in time:\n${out}`));
-    }, 90_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const command = /^curl -s -X POST [\s\S]*? verify - --keys \S+$/m.exec(out)?.[0];
-      const url = /^ {2}service {2}(http:\/\/\S+)/m.exec(out)?.[1];
-      if (command && url) {
-        clearTimeout(timer);
-        resolve({
-          child,
-          output: () => out,
-          command,
-          url,
-          stop: () =>
-            new Promise((res) => {
-              if (child.exitCode !== null) return res(child.exitCode);
-              child.once('exit', (code) => res(code));
-              child.kill('SIGTERM');
-            }),
-        });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`ets quickstart exited with ${code}:\n${out}`));
-    });
+const startQuickstart = (args: string[], env: Record<string, string>): Promise<Quickstart> =>
+  startCli(['quickstart', ...args], { SVC_PORT: '0', ...env }, (out) => {
+    const command = /^curl -s -X POST [\s\S]*? verify - --keys \S+$/m.exec(out)?.[0];
+    const url = /^ {2}service {2}(http:\/\/\S+)/m.exec(out)?.[1];
+    return command && url ? { command, url } : undefined;
   });
-}
 
 /** Runs the printed command in bash, in a folder outside the clone (a newcomer's second terminal). */
 function paste(command: string): { status: number | null; stdout: string; stderr: string } {
@@ -83,25 +46,25 @@ describe('ets quickstart', () => {
     expect(statSync(path.join(dir, 'keys.env')).mode & 0o777).toBe(0o600);
 
     // The newcomer's fifth command, pasted as printed: EXECUTED, and the record verifies offline.
-    const first = paste(q.command);
+    const first = paste(q.found.command);
     expect({ status: first.status, stderr: first.stderr }).toEqual({ status: 0, stderr: '' });
     expect(first.stdout).toMatch(/^kind: execution-trust-record \(the `trustRecord` of the response\)\nanswer: executionStatus EXECUTED, decision approve \(Within limits\)\n/);
     expect(first.stdout).toMatch(/^ {2}executionChain +ok/m);
     expect(first.stdout.trimEnd().endsWith('VALID: every check passed.')).toBe(true);
     // Again: a new transaction each time.
-    const again = paste(q.command);
+    const again = paste(q.found.command);
     expect(again.status).toBe(0);
     expect(again.stdout).toContain('answer: executionStatus EXECUTED');
 
     // What the service holds: the approval is a real one, by a caller other than the proposer, with a step-up signature.
     const keys = parseDotenv(readFileSync(path.join(dir, 'keys.env'), 'utf8'));
-    const changes = (await (await fetch(`${q.url}/policies/pending-changes?status=APPROVED`, { headers: { authorization: `Bearer ${keys.QUICKSTART_APPROVER_KEY}` } })).json()) as { items: Record<string, unknown>[] };
+    const changes = (await (await fetch(`${q.found.url}/policies/pending-changes?status=APPROVED`, { headers: { authorization: `Bearer ${keys.QUICKSTART_APPROVER_KEY}` } })).json()) as { items: Record<string, unknown>[] };
     expect(changes.items).toEqual([expect.objectContaining({ policyName: 'payments-transfer', policyVersion: '1.0.0', proposer: 'system', decider: 'quickstart-approver' })]);
     // Sandbox mode: the demo approver's route exists.
-    const sandbox = await fetch(`${q.url}/sandbox/approvals`, { method: 'POST', headers: { authorization: `Bearer ${keys.QUICKSTART_AGENT_KEY}`, 'content-type': 'application/json' }, body: '{}' });
+    const sandbox = await fetch(`${q.found.url}/sandbox/approvals`, { method: 'POST', headers: { authorization: `Bearer ${keys.QUICKSTART_AGENT_KEY}`, 'content-type': 'application/json' }, body: '{}' });
     expect(sandbox.status).not.toBe(404);
     // The agent may only request sandbox:echo.
-    const me = (await (await fetch(`${q.url}/callers/me`, { headers: { authorization: `Bearer ${keys.QUICKSTART_AGENT_KEY}` } })).json()) as Record<string, unknown>;
+    const me = (await (await fetch(`${q.found.url}/callers/me`, { headers: { authorization: `Bearer ${keys.QUICKSTART_AGENT_KEY}` } })).json()) as Record<string, unknown>;
     expect(me).toMatchObject({ callerId: 'quickstart-agent', credentialHolderType: 'SERVICE', allowedCapabilities: ['sandbox:echo'] });
 
     expect(await q.stop()).toBe(0);
@@ -115,7 +78,7 @@ describe('ets quickstart', () => {
     const temporary = tmp();
     const q = await startQuickstart([], { CWD: tmp(), TMPDIR: temporary });
     started.push(q);
-    const fixed = q.command.replace(/"'"\$\(node -p 'crypto\.randomUUID\(\)'\)"'"/, `"${'7'.repeat(8)}-7777-4777-8777-${'7'.repeat(12)}"`);
+    const fixed = q.found.command.replace(/"'"\$\(node -p 'crypto\.randomUUID\(\)'\)"'"/, `"${'7'.repeat(8)}-7777-4777-8777-${'7'.repeat(12)}"`);
     expect(paste(fixed).status).toBe(0);
     const repeated = paste(fixed);
     expect(repeated.status).toBe(1);
