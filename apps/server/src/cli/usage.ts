@@ -68,7 +68,7 @@ export const HELP: Record<string, CommandHelp> = {
   'signing-keys': {
     brief: "rotate or list the service's signing keys",
     synopsis: ['signing-keys rotate|list'],
-    summary: "The service's own signing keys in <data dir>/keys. Run 'ets signing-keys rotate --help' or 'ets signing-keys list --help'.",
+    summary: "The service's own signing keys, held by the provider SVC_SIGNING_PROVIDER names (disk, env or pkcs11). Run 'ets signing-keys rotate --help' or 'ets signing-keys list --help'.",
   },
   'signing-keys rotate': {
     synopsis: ['signing-keys rotate'],
@@ -76,7 +76,9 @@ export const HELP: Record<string, CommandHelp> = {
   },
   'signing-keys list': {
     synopsis: ['signing-keys list'],
-    summary: 'List the signing keys: key id, algorithm, active or retired, creation time.',
+    summary:
+      'List the signing keys of the provider the settings name (the first line says which, and where): key id, algorithm, active or retired, creation time, who holds it. ' +
+      'Keys only the database remembers are listed as published only. Run it with the settings the server runs with; a note says when the server last published a key of another provider. Never makes a key.',
   },
   'step-up': {
     synopsis: ['step-up sign …'],
