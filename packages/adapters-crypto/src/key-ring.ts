@@ -3,6 +3,7 @@
  * start, loaded once into memory, rotated on demand. Only public parts ever leave this module;
  * private keys live in closures and private fields and are used through `signingKeys().sign()`.
  */
+import { existsSync } from 'node:fs';
 import type { SigningProviderKind } from '@ets/domain';
 import { HybridKeyMissingError, KeyFilesMissingError, KeyRingError } from './errors.js';
 import { frozenJwks, keyIdOf, type PublicJwk, type PublicJwkSet } from './jwk.js';
@@ -76,6 +77,11 @@ export class KeyRing implements KeyProvider {
       });
     }
     return new KeyRing(store, options.mode, await loadState(store, records, options.mode));
+  }
+
+  /** Whether `<dataDir>/keys` holds a key ring: listing keys must not generate the first ones. */
+  static exists(dataDir: string): boolean {
+    return existsSync(new KeyStore(dataDir).metadataPath);
   }
 
   get mode(): SigningMode {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import dgram from 'node:dgram';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { parse as parseDotenv } from 'dotenv';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +16,24 @@ afterAll(() => {
 });
 const env = { SVC_DATA_DIR: dataDir };
 
+/** A port free now (TCP, or UDP for the resolver), for `--setup` to be given. */
+const freePort = (udp = false): Promise<number> =>
+  new Promise((resolve) => {
+    if (udp) {
+      const socket = dgram.createSocket('udp4');
+      socket.bind(0, '127.0.0.1', () => {
+        const { port } = socket.address();
+        socket.close(() => resolve(port));
+      });
+      return;
+    }
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+const ports = { dns: 0, receiver: 0, source: 0 };
+
 const STEP_TITLES = [
   '0. The server is up and knows the demo callers',
   '1. Alice proposes a new version of the demo policy',
@@ -23,9 +43,11 @@ const STEP_TITLES = [
   '5. The agent is refused; the signed Refusal Record verifies publicly',
   '6. Alice registers an external connector for demopay:transfer; Bob approves it',
   '7. The agent executes demopay:transfer: a signed release to the example receiver over HTTPS',
-  '8. The service verifies the Execution Trust Record',
-  '9. The service issues a signed Receipt',
-  '10. Anyone verifies the records offline, with only the public keys',
+  '8. Alice registers a business signal source and a policy that relies on it; Bob approves both',
+  '9. The agent pays an invoice whose amount the source vouches for; another amount is refused',
+  '10. The service verifies the Execution Trust Record',
+  '11. The service issues a signed Receipt',
+  '12. Anyone verifies the records offline, with only the public keys',
 ];
 
 describe('ets demo', () => {
@@ -34,20 +56,22 @@ describe('ets demo', () => {
     await server?.stop();
   });
 
-  it('--setup DIR (server stopped) adds the three demo callers to the key file and writes the step-up keys and demo.env', async () => {
-    const r = await runCli(['demo', '--setup', demoDir], env);
+  it('--setup DIR (server stopped) adds the three demo callers to the key file and writes the step-up keys and demo.env, with the ports chosen', async () => {
+    Object.assign(ports, { dns: await freePort(true), receiver: await freePort(), source: await freePort() });
+    const r = await runCli(['demo', '--setup', demoDir, '--dns-port', String(ports.dns), '--receiver-port', String(ports.receiver), '--source-port', String(ports.source)], env);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(r.stdout).toContain(`npx ets demo --from ${demoDir}`);
     expect(r.stdout).toContain(`env $(cat ${path.join(demoDir, 'server.env')}) npm start`);
     const serverEnv = parseDotenv(readFileSync(path.join(demoDir, 'server.env'), 'utf8'));
     expect(serverEnv).toEqual({
       SVC_SANDBOX: 'true',
-      SVC_DNS_SERVERS: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+      SVC_DNS_SERVERS: `127.0.0.1:${ports.dns}`,
       SVC_EGRESS_ALLOW_CIDRS: '127.0.0.0/8',
-      NODE_EXTRA_CA_CERTS: path.join(demoDir, 'demo-ca.pem'),
+      NODE_EXTRA_CA_CERTS: path.join(demoDir, 'ca.pem'),
     });
-    expect(readFileSync(path.join(demoDir, 'demo-ca.pem'), 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----/);
-    expect(statSync(path.join(demoDir, 'receiver-key.pem')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(demoDir, 'ca.pem'), 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----/);
+    for (const f of ['receiver.ets-demo.test-key.pem', 'erp.ets-demo.test-key.pem', 'source-signing-key.pem']) expect(statSync(path.join(demoDir, f)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(path.join(demoDir, 'facts.json'), 'utf8'))).toEqual({ 'invoice.amount': { 'demo-inv-1': 420 } });
 
     const keys = (JSON.parse(readFileSync(path.join(dataDir, 'api-keys.json'), 'utf8')) as { keys: Record<string, unknown>[] }).keys;
     expect(keys.map((k) => [k.callerId, k.credentialHolderType, Boolean(k.stepUpPublicKey)])).toEqual([
@@ -58,6 +82,8 @@ describe('ets demo', () => {
     const envText = readFileSync(path.join(demoDir, 'demo.env'), 'utf8');
     for (const name of ['ETS_DEMO_ALICE_KEY', 'ETS_DEMO_BOB_KEY', 'ETS_DEMO_AGENT_KEY']) expect(envText).toMatch(new RegExp(`^${name}=pk_local_[A-Za-z0-9_-]{43}$`, 'm'));
     expect(envText).toMatch(/^ETS_DEMO_ALICE_STEP_UP=alice-step-up\.pem$/m);
+    expect(envText).toContain(`\nETS_DEMO_RECEIVER_PORT=${ports.receiver}\n`);
+    expect(envText).toContain(`\nETS_DEMO_SOURCE_PORT=${ports.source}\n`);
     for (const f of ['demo.env', 'alice-step-up.pem', 'bob-step-up.pem']) expect(statSync(path.join(demoDir, f)).mode & 0o777).toBe(0o600);
     expect(readFileSync(path.join(demoDir, 'bob-step-up.pem'), 'utf8')).toMatch(/^-----BEGIN PRIVATE KEY-----/);
     // Only hashes in the key file.
@@ -93,10 +119,18 @@ describe('ets demo', () => {
         expect(r.stdout).toMatch(/SELF_APPROVAL_DENIED/);
         expect(r.stdout).toMatch(/→ POST \/execute \{"businessTransactionId":/);
         expect(r.stdout).toMatch(/✓ refused: Execution rejected: Country is sanctioned/);
-        expect(r.stdout).toMatch(/✓ demopay:transfer is registered \(registrationId [0-9a-f-]{36}\) to https:\/\/receiver\.ets-demo\.test:\d+\/release/);
-        expect(r.stdout).toMatch(/the receiver verified: kid ed25519-\S+, aud https:\/\/receiver\.ets-demo\.test:\d+\/release, expires 5s after issue/);
+        // The ports chosen at setup.
+        expect(r.stdout).toContain(`✓ demopay:transfer is registered`);
+        expect(r.stdout).toMatch(new RegExp(`✓ demopay:transfer is registered \\(registrationId [0-9a-f-]{36}\\) to https://receiver\\.ets-demo\\.test:${ports.receiver}/release`));
+        expect(r.stdout).toMatch(new RegExp(`the receiver verified: kid ed25519-\\S+, aud https://receiver\\.ets-demo\\.test:${ports.receiver}/release, expires 5s after issue`));
+        expect(r.stdout).toContain(`the demo's resolver 127.0.0.1:${ports.dns} answers receiver.ets-demo.test`);
+        // The sourced signal: the source's answer decides, is bound to the amount paid, and verifies offline.
+        expect(r.stdout).toContain(`✓ the source demo-erp is registered at https://erp.ets-demo.test:${ports.source}/facts with its Ed25519 public key`);
+        expect(r.stdout).toMatch(/✓ EXECUTED; the record holds the Trusted Signal invoiceAmount = 420 from demo-erp, its proof verified/);
+        expect(r.stdout).toMatch(/✓ 4200 for the same invoice is refused: bound-signal-mismatch/);
+        expect(r.stdout).toMatch(/Trust Record with a sourced signal: VALID \(sourceProofs: 1 signed by their source\)/);
         expect(r.stdout).toMatch(/✓ EXECUTED by the receiver over HTTPS; result \{"received":\{"amount":420,"currency":"EUR","reference":"demo-invoice-3"\}/);
-        if (run === 2) expect(r.stdout).toContain('✓ the registration of an earlier run is revoked');
+        if (run === 2) expect(r.stdout.match(/✓ the registration of an earlier run is revoked/g)).toHaveLength(2);
         expect(server!.output()).toMatch(/"setting":"SVC_EGRESS_ALLOW_CIDRS".*"msg":"outbound calls may reach these non-public address ranges/);
         expect(r.stdout).toMatch(/✓ VERIFIED/);
         expect(r.stdout).toMatch(/Execution Trust Record: VALID/);

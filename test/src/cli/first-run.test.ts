@@ -102,7 +102,7 @@ describe('ets --help and --version', () => {
     expect(readdirSync(cwd)).toEqual([]);
     expect(snapshot(existing)).toEqual(before);
     expect(await canListen(port)).toBe(true);
-  });
+  }, 300_000); // some 60 CLI runs, four at a time, on a shared machine
 
   it('an unknown command or subcommand is a usage error (exit 2, one line naming it), with or without --help', async () => {
     const withSubcommands = Object.keys(COMMANDS).filter((c) => commands.some((k) => k.startsWith(`${c} `)));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { readdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, statSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { verifyRecord } from '@ets/adapters-crypto';
@@ -102,13 +102,18 @@ describe.each(STORAGE_TARGETS)('ets signing-keys list on $name', (factory) => {
       const env = serverStorageEnv(db.target, tmp);
       const server = await spawnServer(env);
       await server.stop();
-      const first = (await runCli(['signing-keys', 'list'], env)).stdout.trim().split('  ')[0]!;
+      const firstList = await runCli(['signing-keys', 'list'], env);
+      expect(firstList.stdout.split('\n')[0]).toBe(`provider: disk (${path.join(env.SVC_DATA_DIR!, 'keys')}), SVC_SIGNING_PROVIDER=disk`);
+      const first = firstList.stdout.split('\n')[1]!.split('  ')[0]!;
       // The provider no longer holds the first key (its files moved away): only the table knows it.
       renameSync(path.join(env.SVC_DATA_DIR!, 'keys'), path.join(env.SVC_DATA_DIR!, 'keys.old'));
       const listed = await runCli(['signing-keys', 'list'], env);
       expect(listed.code).toBe(0);
       expect(listed.stderr).toBe('');
-      expect(listed.stdout).toMatch(new RegExp(`^${first}  Ed25519  retired  \\S+  published only$`, 'm'));
+      expect(listed.stdout).toMatch(new RegExp(`^${first}  Ed25519  retired  \\S+  published only \\(held by disk when published\\)$`, 'm'));
+      // Listing makes no key: the data dir holds none now, and still holds none.
+      expect(listed.stdout.split('\n')[0]).toMatch(/no keys yet, the first start generates them/);
+      expect(existsSync(path.join(env.SVC_DATA_DIR!, 'keys'))).toBe(false);
     } finally {
       await db.drop();
     }

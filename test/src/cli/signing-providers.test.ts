@@ -83,9 +83,26 @@ describe('signing key providers at the command line', () => {
       output += server.output();
     }
 
+    // With the server's settings it says it reads the module, and lists the module's keys.
     const listed = await runCli(['signing-keys', 'list'], env);
-    expect(listed.code).toBe(0);
-    expect(listed.stdout.trim()).toMatch(new RegExp(`^${before.keyId}  Ed25519  active  \\d{4}-\\S+  pkcs11$`));
+    expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(listed.stdout.trim().split('\n')).toEqual([
+      `provider: pkcs11 (token "${token.label}" of ${token.module}), SVC_SIGNING_PROVIDER=pkcs11`,
+      expect.stringMatching(new RegExp(`^${before.keyId}  Ed25519  active  \\d{4}-\\S+  pkcs11$`)),
+    ]);
+    // Without them it says which provider it read, lists no disk key as the server's, makes none,
+    // and notes that the server signs with the module.
+    const withoutModule: Record<string, string> = { ...env };
+    for (const name of ['SVC_SIGNING_PROVIDER', 'SVC_PKCS11_MODULE', 'SVC_PKCS11_TOKEN', 'SVC_PKCS11_PIN', 'SVC_PKCS11_PIN_FILE']) delete withoutModule[name];
+    const elsewhere = await runCli(['signing-keys', 'list'], withoutModule);
+    expect(elsewhere.code).toBe(0);
+    expect(elsewhere.stdout.trim().split('\n')).toEqual([
+      `provider: disk (${path.join(dataDir, 'keys')}: no keys yet, the first start generates them), SVC_SIGNING_PROVIDER=disk`,
+      expect.stringMatching(new RegExp(`^${before.keyId}  Ed25519  retired  \\S+  published only \\(held by pkcs11 when published\\)$`)),
+    ]);
+    expect(elsewhere.stderr).toContain(`Note: the newest published key, ${before.keyId}`);
+    expect(elsewhere.stderr).toContain("was held by the pkcs11 provider, but this lists disk (SVC_SIGNING_PROVIDER=disk here): if the server signs with pkcs11, run this with the server's settings.");
+    expect(existsSync(path.join(dataDir, 'keys'))).toBe(false);
 
     const rotated = await runCli(['signing-keys', 'rotate'], env);
     expect(rotated.code).toBe(0);
@@ -118,6 +135,6 @@ describe('signing key providers at the command line', () => {
       expect(bytes.includes(token.pin)).toBe(false);
       expect(bytes.includes('PRIVATE KEY')).toBe(false);
     }
-    for (const text of [output, listed.stdout, listed.stderr, rotated.stdout, rotated.stderr, relisted.stdout]) expect(text).not.toContain(token.pin);
+    for (const text of [output, listed.stdout, listed.stderr, elsewhere.stdout, elsewhere.stderr, rotated.stdout, rotated.stderr, relisted.stdout]) expect(text).not.toContain(token.pin);
   });
 });

@@ -123,6 +123,8 @@ describe('ets verify', () => {
     const trust = results[0]!.stdout;
     for (const check of ['businessTransactionHash', 'resultHash', 'executionChain']) expect(trust).toMatch(new RegExp(`^ {2}${check} +ok`, 'm'));
     expect(results[files.findIndex((f) => f.name === 'intent.json')]!.stdout).toMatch(/^ {2}noParameters +ok/m);
+    // The answer of POST /execute says what happened, under the kind of the record it carries.
+    expect(results[files.findIndex((f) => f.name === 'execute-response.json')]!.stdout.split('\n')[1]).toBe('answer: executionStatus EXECUTED, decision approve (Within limits)');
   });
 
   it('a changed copy of each does not verify (exit 1), and the failed check is named', async () => {
@@ -190,6 +192,13 @@ describe('ets verify', () => {
     expect(notRecord.stdout).toMatch(/^ {2}kind +FAILED: not a record this service signs/m);
     expect(list.code).toBe(1);
     expect(list.stdout).toContain('a list, not one signed object');
+  });
+
+  it('an error answer piped in (curl … /execute | ets verify -) is named as such: exit 1, nothing verified', async () => {
+    const r = await verify(['-', '--keys', jwksFile], JSON.stringify({ error: 'Execution rejected: Country is sanctioned', code: 'POLICY_DENIED' }));
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim()).toBe('ets: standard input holds an error answer of the service, not a signed record: {"error":"Execution rejected: Country is sanctioned","code":"POLICY_DENIED"}');
   });
 
   it('exit 2, with one clear line and nothing on stdout, for usage and I/O errors', async () => {

@@ -56,6 +56,27 @@ describe('@ets/client as published', () => {
     }
   });
 
+  it("its README's install commands work from a clone of the repository, before it is published", async () => {
+    const readme = readFileSync(path.join(CLIENT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('\n## Install\n'), readme.indexOf('\n## ', readme.indexOf('\n## Install\n') + 1));
+    const commands = (/```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '').split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
+    expect(commands.map((c) => c.replace(/\s+#.*$/, ''))).toEqual([`npm pack -w ${pkg.name} --pack-destination /tmp`, `npm install /tmp/ets-client-${pkg.version}.tgz`]);
+    // As written, but into a folder of this test's instead of /tmp itself.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'ets-client-readme-'));
+    try {
+      const app = path.join(dir, 'app');
+      mkdirSync(app);
+      const shell = (command: string, cwd: string) =>
+        run('bash', ['-c', command.replace(/\/tmp\b/g, dir)], { cwd, timeout: 150_000, env: { ...process.env, npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false' } });
+      await shell(commands[0]!, REPO_ROOT);
+      await shell(commands[1]!, app);
+      const { stdout } = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('@ets/client'); console.log(typeof m.createClient, typeof m.verifyRecord)"], { cwd: app });
+      expect(stdout.trim()).toBe('function function');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
   describe('installed alone from its tarball', () => {
     let dir: string;
     let app: string;

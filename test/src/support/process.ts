@@ -108,6 +108,64 @@ export function tempDirs(prefix: string): () => string {
   };
 }
 
+export interface StartedCli<T> {
+  child: ChildProcess;
+  /** What `ready` found in the output. */
+  found: T;
+  output(): string;
+  /** SIGTERM; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts `node SCRIPT ARGS` (a command that serves until stopped) and resolves once `ready` finds
+ * what it waits for in its output (stdout and stderr); rejects when it exits first or takes too long.
+ */
+function startUntilReady<T>(script: string, args: string[], env: Record<string, string | undefined>, ready: (output: string) => T | undefined, timeoutMs: number): Promise<StartedCli<T>> {
+  const what = `${path.basename(script)} ${args.join(' ')}`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH, ...env }, cwd: env.CWD ?? REPO_ROOT });
+    let out = '';
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      child.kill('SIGTERM');
+      reject(new Error(`${what} was not ready in time:\n${out}`));
+    }, timeoutMs);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (settled) return; // only collecting the output from now on
+      const found = ready(out);
+      if (found === undefined) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({
+        child,
+        found,
+        output: () => out,
+        stop: () =>
+          new Promise((res) => {
+            if (child.exitCode !== null || child.signalCode !== null) return res(child.exitCode);
+            child.once('exit', (code) => res(code));
+            child.kill('SIGTERM');
+          }),
+      });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      reject(new Error(`${what} exited with ${code} before it was ready:\n${out}`));
+    });
+  });
+}
+
+/** Starts `ets ARGS`, a command that serves until stopped, and resolves once `ready` finds what it waits for in its output. */
+export const startCli = <T>(args: string[], env: Record<string, string | undefined>, ready: (output: string) => T | undefined, timeoutMs = 90_000): Promise<StartedCli<T>> =>
+  startUntilReady(CLI, args, env, ready, timeoutMs);
+
 export const TWO_INSTANCES_SCRIPT = path.join(REPO_ROOT, 'scripts', 'two-instances.mjs');
 
 export interface TwoInstances {
@@ -122,37 +180,13 @@ export interface TwoInstances {
 }
 
 /** Runs `scripts/two-instances.mjs --ports 0,0 --dir DIR` and resolves once it prints READY. */
-export function startTwoInstances(env: Record<string, string | undefined>, dir: string, timeoutMs = 60000): Promise<TwoInstances> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TWO_INSTANCES_SCRIPT, '--ports', '0,0', '--dir', dir], { env: { PATH: process.env.PATH, ...env }, cwd: REPO_ROOT });
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      reject(new Error(`two-instances did not get ready in time:\n${out}`));
-    }, timeoutMs);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      if (!/^READY$/m.test(out)) return;
-      clearTimeout(timer);
-      const instances = [...out.matchAll(/^instance [ab]: (http:\/\/\S+) .*log (\S+?)[,)]/gm)];
-      resolve({
-        urls: instances.map((m) => m[1]!),
-        logs: instances.map((m) => m[2]!),
-        child,
-        output: () => out,
-        stop: () =>
-          new Promise((res) => {
-            if (child.exitCode !== null || child.signalCode !== null) return res(child.exitCode);
-            child.once('exit', (code) => res(code));
-            child.kill('SIGTERM');
-          }),
-      });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`two-instances exited with ${code} before READY:\n${out}`));
-    });
-  });
+export async function startTwoInstances(env: Record<string, string | undefined>, dir: string, timeoutMs = 60000): Promise<TwoInstances> {
+  const started = await startUntilReady(
+    TWO_INSTANCES_SCRIPT,
+    ['--ports', '0,0', '--dir', dir],
+    { ...env, CWD: REPO_ROOT },
+    (out) => (/^READY$/m.test(out) ? [...out.matchAll(/^instance [ab]: (http:\/\/\S+) .*log (\S+?)[,)]/gm)] : undefined),
+    timeoutMs,
+  );
+  return { urls: started.found.map((m) => m[1]!), logs: started.found.map((m) => m[2]!), child: started.child, output: started.output, stop: started.stop };
 }

@@ -23,4 +23,11 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   log: async () => (await import('./log-monitor.js')).logCommand,
   demo: async () => (await import('./demo.js')).demoCommand,
   source: async () => (await import('./source.js')).sourceCommand,
+  'local-network': async () => (await import('./local-network.js')).localNetworkCommand,
+  quickstart: async () => {
+    // As for serve: the running code is measured while the server's modules load.
+    (await import('../runtime/running-code.js')).startMeasuringRunningCode();
+    await import('reflect-metadata');
+    return (await import('./quickstart.js')).quickstartCommand;
+  },
 };

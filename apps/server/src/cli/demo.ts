@@ -1,17 +1,20 @@
-import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import dgram from 'node:dgram';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseDotenv } from 'dotenv';
-import { signStepUpPayload, verifyOffline, type JwksLike } from '@ets/adapters-crypto';
-import { LoopbackDns, TestCertificateAuthority } from '@ets/loopback-network';
+import { verifyOffline, type JwksLike } from '@ets/adapters-crypto';
+import type { LoopbackDns } from '@ets/loopback-network';
 import { startExampleReceiver, type ExampleReceiver } from '@ets/release-receiver';
 import type { ApiKeyRecord } from '@ets/domain';
 import { loadSettings } from '../config/settings.js';
 import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
+import { readSigningKey, startReferenceSource, type RunningReferenceSource } from '../signal-source/reference-source.js';
 import { writeFileAtomic } from '../write-file-atomic.js';
 import { CliError, codeOrMessage, fetchProblem } from './errors.js';
+import { certificateFiles, portOption, startResolver, writeLocalNetwork } from './local-network.js';
+import { stepUpEnvelope } from './step-up.js';
 import { usageOf } from './usage.js';
 
 const USAGE = usageOf('demo');
@@ -26,9 +29,34 @@ const SERVER_ENV_FILE = 'server.env';
 /** The capability the demo registers as an external connector, and the name of its receiver. */
 const EXTERNAL_CAPABILITY = 'demopay:transfer';
 const RECEIVER_HOST = 'receiver.ets-demo.test';
-/** The demo's network, in demo.env: its resolver's address and the receiver's certificate. */
-const NETWORK_ENV = { dns: 'ETS_DEMO_DNS', cert: 'ETS_DEMO_RECEIVER_CERT', key: 'ETS_DEMO_RECEIVER_KEY' } as const;
-type DemoNetwork = Record<keyof typeof NETWORK_ENV, string>;
+/** The business signal source of the demo: the reference source, answering from DIR/facts.json. */
+const SOURCE_HOST = 'erp.ets-demo.test';
+const SOURCE_NAME = 'demo-erp';
+const SOURCED_POLICY = 'demo-invoices';
+const INVOICE = { id: 'demo-inv-1', amount: 420 } as const;
+/**
+ * The demo's network, in demo.env: its resolver's address, the receiver's and the source's
+ * certificates, the source's signing key and facts, and the ports chosen at setup (0: any free one).
+ */
+const NETWORK_ENV = {
+  dns: 'ETS_DEMO_DNS',
+  cert: 'ETS_DEMO_RECEIVER_CERT',
+  key: 'ETS_DEMO_RECEIVER_KEY',
+  receiverPort: 'ETS_DEMO_RECEIVER_PORT',
+  sourceCert: 'ETS_DEMO_SOURCE_CERT',
+  sourceKey: 'ETS_DEMO_SOURCE_KEY',
+  sourceSigningKey: 'ETS_DEMO_SOURCE_SIGNING_KEY',
+  facts: 'ETS_DEMO_FACTS',
+  sourcePort: 'ETS_DEMO_SOURCE_PORT',
+} as const;
+interface DemoNetwork {
+  dns: string;
+  cert: string;
+  key: string;
+  receiverPort: number;
+  /** Absent in folders set up before the demo had a source. */
+  source?: { cert: string; key: string; signingKey: string; factsFile: string; port: number };
+}
 /** Names in demo.env, also read from the environment. */
 const ENV = {
   aliceKey: 'ETS_DEMO_ALICE_KEY',
@@ -61,6 +89,9 @@ export async function demoCommand(argv: string[]): Promise<void> {
     args: argv,
     options: {
       setup: { type: 'string' },
+      'dns-port': { type: 'string' },
+      'receiver-port': { type: 'string' },
+      'source-port': { type: 'string' },
       from: { type: 'string' },
       url: { type: 'string' },
       'alice-key': { type: 'string' },
@@ -73,10 +104,17 @@ export async function demoCommand(argv: string[]): Promise<void> {
     strict: true,
   });
   if (positionals.length > 0) throw new CliError(`Unexpected argument '${positionals[0]}'.\n${USAGE}`, 2);
+  const ports = { dns: values['dns-port'], receiver: values['receiver-port'], source: values['source-port'] };
   if (values.setup !== undefined) {
-    if (Object.keys(values).length > 1) throw new CliError(`--setup takes no other option.\n${USAGE}`, 2);
-    return setup(values.setup);
+    const others = Object.keys(values).filter((k) => !['setup', 'dns-port', 'receiver-port', 'source-port'].includes(k));
+    if (others.length > 0) throw new CliError(`--setup takes no --${others[0]}.\n${USAGE}`, 2);
+    return setup(values.setup, {
+      dns: portOption(ports.dns, '--dns-port', 0, USAGE),
+      receiver: portOption(ports.receiver, '--receiver-port', 0, USAGE),
+      source: portOption(ports.source, '--source-port', 0, USAGE),
+    });
   }
+  if (Object.values(ports).some((p) => p !== undefined)) throw new CliError(`--dns-port, --receiver-port and --source-port go with --setup.\n${USAGE}`, 2);
   const demoEnv = values.from !== undefined ? readDemoEnv(values.from) : undefined;
   const network = demoEnv ? readNetwork(demoEnv) : undefined;
   const credentials = resolveCredentials(values as Record<string, string | undefined>, demoEnv);
@@ -93,7 +131,14 @@ export async function demoCommand(argv: string[]): Promise<void> {
 
 // ---- setup -------------------------------------------------------------------------------------
 
-async function setup(dirArg: string): Promise<void> {
+/** `--setup`'s ports: 0 for the resolver is a free one now; 0 for the receiver and the source, any free one when the demo runs. */
+interface DemoPorts {
+  dns: number;
+  receiver: number;
+  source: number;
+}
+
+async function setup(dirArg: string, ports: DemoPorts): Promise<void> {
   if (dirArg.trim() === '') throw new CliError(`--setup needs a folder.\n${USAGE}`, 2);
   const dir = path.resolve(dirArg);
   const envFile = path.join(dir, ENV_FILE);
@@ -140,15 +185,15 @@ async function setup(dirArg: string): Promise<void> {
       createdAt,
     },
   ]);
-  // The external connector's world, all on loopback: a CA the server trusts (NODE_EXTRA_CA_CERTS),
-  // the receiver's certificate from it, and a resolver port for `ets demo --from` to answer on.
-  const ca = await TestCertificateAuthority.create('ets demo CA');
-  const receiverTls = await ca.issue([RECEIVER_HOST], { validDays: 30 });
-  const caFile = path.join(dir, 'demo-ca.pem');
-  writeFileSync(caFile, ca.certificatePem, { mode: 0o644 });
-  writeFileSync(path.join(dir, 'receiver-cert.pem'), receiverTls.cert, { mode: 0o644 });
-  writeFileAtomic(path.join(dir, 'receiver-key.pem'), receiverTls.key, { mode: 0o600 });
-  const dns = `127.0.0.1:${await freeUdpPort()}`;
+  // The world of the external connector and the business signal source, all on loopback (what
+  // `ets local-network` makes): a CA the server trusts (NODE_EXTRA_CA_CERTS), the receiver's and
+  // the source's certificates from it, and a resolver port for `ets demo --from` to answer on.
+  const dns = `127.0.0.1:${ports.dns || (await freeUdpPort())}`;
+  const network = await writeLocalNetwork(dir, [RECEIVER_HOST, SOURCE_HOST], dns);
+  const relative = (file: string) => path.relative(dir, file);
+  const sourceSigning = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+  writeFileAtomic(path.join(dir, 'source-signing-key.pem'), sourceSigning, { mode: 0o600 });
+  writeFileSync(path.join(dir, 'facts.json'), JSON.stringify({ 'invoice.amount': { [INVOICE.id]: INVOICE.amount } }, null, 2) + '\n', { mode: 0o644 });
   const env = [
     '# Written by `ets demo --setup`: the raw API keys of the demo callers and their step-up keys.',
     '# Keep this folder private; remove the demo-* callers (ets keys remove) and this folder after the demo.',
@@ -158,19 +203,27 @@ async function setup(dirArg: string): Promise<void> {
     `${ENV.bobStepUp}=${bob.file}`,
     `${ENV.agentKey}=${raw.agent}`,
     `${NETWORK_ENV.dns}=${dns}`,
-    `${NETWORK_ENV.cert}=receiver-cert.pem`,
-    `${NETWORK_ENV.key}=receiver-key.pem`,
+    `${NETWORK_ENV.cert}=${relative(certificateFiles(dir, RECEIVER_HOST).cert)}`,
+    `${NETWORK_ENV.key}=${relative(certificateFiles(dir, RECEIVER_HOST).key)}`,
+    `${NETWORK_ENV.receiverPort}=${ports.receiver}`,
+    `${NETWORK_ENV.sourceCert}=${relative(certificateFiles(dir, SOURCE_HOST).cert)}`,
+    `${NETWORK_ENV.sourceKey}=${relative(certificateFiles(dir, SOURCE_HOST).key)}`,
+    `${NETWORK_ENV.sourceSigningKey}=source-signing-key.pem`,
+    `${NETWORK_ENV.facts}=facts.json`,
+    `${NETWORK_ENV.sourcePort}=${ports.source}`,
     '',
   ].join('\n');
   writeFileAtomic(envFile, env, { mode: 0o600 });
   // No comments: `env $(cat DIR/server.env) npm start` takes it as it is.
-  const serverEnv = ['SVC_SANDBOX=true', `SVC_DNS_SERVERS=${dns}`, 'SVC_EGRESS_ALLOW_CIDRS=127.0.0.0/8', `NODE_EXTRA_CA_CERTS=${caFile}`, ''].join('\n');
-  writeFileSync(path.join(dir, SERVER_ENV_FILE), serverEnv, { mode: 0o644 });
+  const serverEnv = { SVC_SANDBOX: 'true', ...network.serverEnv };
+  writeFileSync(path.join(dir, SERVER_ENV_FILE), Object.entries(serverEnv).map(([k, v]) => `${k}=${v}\n`).join(''), { mode: 0o644 });
+  const port = (p: number) => (p === 0 ? 'any free port' : `port ${p}`);
   process.stdout.write(
     [
       `Added the demo callers ${CALLERS.alice} and ${CALLERS.bob} (USER, with step-up keys) and ${CALLERS.agent} (SERVICE, sandbox:echo and ${EXTERNAL_CAPABILITY}) to ${file.file}.`,
       `Wrote their keys to ${envFile} and the step-up private keys to ${path.join(dir, alice.file)} and ${path.join(dir, bob.file)}.`,
-      `Wrote a demo CA and the example receiver's certificate for ${RECEIVER_HOST}, and the server's demo settings to ${path.join(dir, SERVER_ENV_FILE)}:`,
+      `Wrote a demo CA, the certificates of the example receiver (${RECEIVER_HOST}, ${port(ports.receiver)}) and of the business signal source (${SOURCE_HOST}, ${port(ports.source)}),`,
+      `the source's signing key and facts (facts.json), and the server's demo settings to ${path.join(dir, SERVER_ENV_FILE)}:`,
       `sandbox mode, the demo's resolver (${dns}, answered while the demo runs), 127.0.0.0/8 allowed for outbound calls, and the demo CA trusted.`,
       ...(firstKeys ? ['The key file was empty: the first start will not issue a key of its own; use `ets keys add` for more.'] : []),
       'Next: (re)start the server with these settings, since keys are read at start, and run the demo',
@@ -237,10 +290,17 @@ function readNetwork({ dir, values }: DemoEnv): DemoNetwork | undefined {
   const cert = values[NETWORK_ENV.cert];
   const key = values[NETWORK_ENV.key];
   if (!dns || !cert || !key) return undefined;
+  const read = (file: string) => readFileSync(path.resolve(dir, file), 'utf8');
+  const port = (name: string) => Number(values[name] ?? '0') || 0;
   try {
-    return { dns, cert: readFileSync(path.resolve(dir, cert), 'utf8'), key: readFileSync(path.resolve(dir, key), 'utf8') };
+    const network: DemoNetwork = { dns, cert: read(cert), key: read(key), receiverPort: port(NETWORK_ENV.receiverPort) };
+    const [sourceCert, sourceKey, signingKey, facts] = [NETWORK_ENV.sourceCert, NETWORK_ENV.sourceKey, NETWORK_ENV.sourceSigningKey, NETWORK_ENV.facts].map((n) => values[n]);
+    if (sourceCert && sourceKey && signingKey && facts) {
+      network.source = { cert: read(sourceCert), key: read(sourceKey), signingKey: read(signingKey), factsFile: path.resolve(dir, facts), port: port(NETWORK_ENV.sourcePort) };
+    }
+    return network;
   } catch (e) {
-    throw new CliError(`cannot read the demo receiver's certificate in ${dir}: ${codeOrMessage(e)}`, 2);
+    throw new CliError(`cannot read the demo's certificates and keys in ${dir}: ${codeOrMessage(e)}`, 2);
   }
 }
 
@@ -301,6 +361,8 @@ export const DEMO_STEP_TITLES = [
   'The agent is refused; the signed Refusal Record verifies publicly',
   'Alice registers an external connector for demopay:transfer; Bob approves it',
   'The agent executes demopay:transfer: a signed release to the example receiver over HTTPS',
+  'Alice registers a business signal source and a policy that relies on it; Bob approves both',
+  'The agent pays an invoice whose amount the source vouches for; another amount is refused',
   'The service verifies the Execution Trust Record',
   'The service issues a signed Receipt',
   'Anyone verifies the records offline, with only the public keys',
@@ -313,9 +375,11 @@ class Demo {
   #trustRecord?: Json;
   #refusal?: Json;
   #receipt?: Json;
+  #sourcedRecord?: Json;
 
   #dns?: LoopbackDns;
   #receiver?: ExampleReceiver;
+  #source?: RunningReferenceSource;
 
   constructor(
     readonly baseUrl: string,
@@ -335,6 +399,8 @@ class Demo {
       () => this.refuse(),
       () => this.registerConnector(),
       () => this.releaseExternally(),
+      () => this.registerSource(),
+      () => this.executeSourced(),
       () => this.verify(),
       () => this.receipt(),
       () => this.offline(),
@@ -352,6 +418,7 @@ class Demo {
       }
     } finally {
       await this.#receiver?.close();
+      await this.#source?.close();
       await this.#dns?.close();
     }
     process.stdout.write('\nEvery step went as expected.\n');
@@ -424,34 +491,30 @@ class Demo {
   }
 
   async propose(): Promise<void> {
+    const { change, replaces } = await this.#proposePolicy(this.policyDocument(), 'ets demo: refuse sanctioned countries and large amounts');
+    this.#proposal = change;
+    this.#result(`change ${String(change.id)} proposes ${DEMO_POLICY} ${this.#version}${replaces ? ` to replace ${replaces}` : ''}: PENDING_APPROVAL, proposer ${CALLERS.alice}`);
+  }
+
+  /** Alice proposes `document` (a new version of its policy); returns the pending change and the version it replaces. */
+  async #proposePolicy(document: Json, reason: string): Promise<{ change: Json; replaces?: string }> {
+    const name = String(document.name);
     const inEffect = await this.#call('GET', '/policies/in-effect', 'alice');
     if (inEffect.status !== 200 || !Array.isArray(inEffect.body)) throw new StepFailed('200 with the list of policies in effect', replyText(inEffect));
-    const current: unknown = (inEffect.body as unknown[]).find((p) => field(p, 'name') === DEMO_POLICY);
-    // The version it replaces, or its own version for a first one (CONTRACT "Governance").
-    const base = typeof field(current, 'version') === 'string' ? (field(current, 'version') as string) : this.#version;
-    const r = await this.#call('POST', `/policies/${DEMO_POLICY}/${encodeURIComponent(base)}/pending-changes`, 'alice', {
-      proposedContent: this.policyDocument(),
-      reason: 'ets demo: refuse sanctioned countries and large amounts',
-    });
-    this.#proposal = expectReply(r, 201, `a pending change with status PENDING_APPROVAL proposed by ${CALLERS.alice}`, (b) => field(b, 'status') === 'PENDING_APPROVAL' && field(b, 'proposer') === CALLERS.alice && typeof field(b, 'id') === 'string');
-    this.#result(`change ${String(this.#proposal.id)} proposes ${DEMO_POLICY} ${this.#version}${current ? ` to replace ${base}` : ''}: PENDING_APPROVAL, proposer ${CALLERS.alice}`);
+    const current: unknown = (inEffect.body as unknown[]).find((p) => field(p, 'name') === name);
+    // The version it replaces, or its own version for a first one.
+    const replaces = typeof field(current, 'version') === 'string' ? (field(current, 'version') as string) : undefined;
+    const r = await this.#call('POST', `/policies/${name}/${encodeURIComponent(replaces ?? this.#version)}/pending-changes`, 'alice', { proposedContent: document, reason });
+    const change = expectReply(r, 201, `a pending change with status PENDING_APPROVAL proposed by ${CALLERS.alice}`, (b) => field(b, 'status') === 'PENDING_APPROVAL' && field(b, 'proposer') === CALLERS.alice && typeof field(b, 'id') === 'string');
+    return { change, replaces };
   }
 
   envelope(callerId: string, privateKeyPem: string, changeId = String(this.#proposal!.id)): Json {
-    const payload = {
-      pendingPolicyChangeId: changeId,
-      action: 'approve',
-      expiresAt: new Date(Date.now() + 300_000).toISOString(),
-      nonce: randomBytes(32).toString('base64url'),
-      callerId,
-    };
-    let signature: string;
     try {
-      signature = signStepUpPayload(privateKeyPem, payload);
+      return stepUpEnvelope(privateKeyPem, { change: changeId, action: 'approve', callerId }) as unknown as Json;
     } catch (e) {
       throw new CliError(`the step-up key of ${callerId}: ${(e as Error).message}`, 2);
     }
-    return { payload, signature };
   }
 
   async approve(): Promise<void> {
@@ -475,14 +538,14 @@ class Demo {
     this.#result(`${DEMO_POLICY} ${this.#version} is in effect, approved by ${String(field(entry, 'approvedBy'))}, contentHash ${short(field(entry, 'contentHash'), 20)}`);
   }
 
-  transaction(signals: Json, reference: string, action = 'sandbox:echo'): Json {
+  transaction(signals: Json, reference: string, action = 'sandbox:echo', policy = DEMO_POLICY, parameters: Json = { amount: signals.amount, currency: 'EUR', reference }): Json {
     return {
       businessTransactionId: randomUUID(),
       metadata: { tenantId: DEMO_TENANT },
       authority: { principalId: CALLERS.agent, authorityId: 'demo-authority' },
       authorization: { authorityId: 'demo-authority' },
-      intent: { action, parameters: { amount: signals.amount, currency: 'EUR', reference } },
-      policy: { name: DEMO_POLICY, version: this.#version },
+      intent: { action, parameters },
+      policy: { name: policy, version: this.#version },
       signals,
     };
   }
@@ -510,16 +573,41 @@ class Demo {
     this.#result(`the Refusal Record (rule ${String(this.#refusal.matchedRuleId)}) verifies through the public route, key ${String(field(check.body, 'keyId'))}`);
   }
 
-  /** A maker-checker change of the external connector: Alice proposes, Bob approves. Returns the approved change. */
-  async #externalChange(body: Json): Promise<Json> {
-    const r = await this.#call('POST', '/external-connectors/changes', 'alice', body);
+  /**
+   * A maker-checker change of a governed registry (`/external-connectors`, `/business-signal-sources`):
+   * Alice proposes, Bob approves. Returns the approved change.
+   */
+  async #governedChange(registry: string, body: Json, what: string): Promise<Json> {
+    const r = await this.#call('POST', `${registry}/changes`, 'alice', body);
     if (r.status === 400 && /^endpoint/.test(String(field(r.body, 'error')))) {
-      throw new StepFailed('201: the server resolves the receiver through the demo resolver', `${replyText(r)}: start the server with the demo settings (env $(cat DIR/${SERVER_ENV_FILE}) npm start)`);
+      throw new StepFailed(`201: the server resolves the ${what} through the demo resolver`, `${replyText(r)}: start the server with the demo settings (env $(cat DIR/${SERVER_ENV_FILE}) npm start)`);
     }
     const proposed = expectReply(r, 201, `a ${String(body.kind)} change PENDING_APPROVAL`, (b) => field(b, 'status') === 'PENDING_APPROVAL');
     const id = String(proposed.id);
-    const approved = await this.#call('POST', `/external-connectors/changes/${encodeURIComponent(id)}/approve`, 'bob', this.envelope(CALLERS.bob, this.stepUp.bob, id));
+    const approved = await this.#call('POST', `${registry}/changes/${encodeURIComponent(id)}/approve`, 'bob', this.envelope(CALLERS.bob, this.stepUp.bob, id));
     return expectReply(approved, 200, `the ${String(body.kind)} change APPROVED by ${CALLERS.bob}`, (b) => field(b, 'status') === 'APPROVED');
+  }
+
+  /** Revokes what an earlier run registered under `key` = `value` (its endpoint is gone with that run). */
+  async #revokeEarlier(registry: string, key: string, value: string): Promise<void> {
+    const active = await this.#call('GET', `${registry}?pageSize=100`, 'alice');
+    const items = field(expectReply(active, 200, 'the active registrations', (b) => Array.isArray(field(b, 'items'))), 'items') as unknown[];
+    if (items.some((r) => field(r, key) === value)) {
+      await this.#governedChange(registry, { kind: 'revoke', [key]: value, reason: 'ets demo: the endpoint of an earlier run is gone' }, value);
+      this.#result(`the registration of an earlier run is revoked`);
+    }
+  }
+
+  /** The demo's resolver, started at the first step that needs it and answering for the names the demo serves. */
+  async #resolver(network: DemoNetwork): Promise<LoopbackDns> {
+    if (!this.#dns) {
+      try {
+        this.#dns = await startResolver(network.dns, [], '127.0.0.1');
+      } catch (e) {
+        throw new StepFailed(`the demo resolver listening on ${network.dns}`, `${(e as Error).message}: is another demo running?`);
+      }
+    }
+    return this.#dns;
   }
 
   async registerConnector(): Promise<void> {
@@ -528,23 +616,17 @@ class Demo {
       return;
     }
     const jwksUrl = `${this.baseUrl}/.well-known/jwks.json`;
-    const [host, port] = [this.network.dns.slice(0, this.network.dns.lastIndexOf(':')), Number(this.network.dns.slice(this.network.dns.lastIndexOf(':') + 1))];
+    const dns = await this.#resolver(this.network);
     try {
-      this.#dns = await LoopbackDns.start({ host, port });
+      this.#receiver = await startExampleReceiver({ tls: { cert: this.network.cert, key: this.network.key }, hostName: RECEIVER_HOST, jwks: jwksUrl, port: this.network.receiverPort });
     } catch (e) {
-      throw new StepFailed(`the demo resolver listening on ${this.network.dns}`, `${codeOrMessage(e)}: is another demo running?`);
+      throw new StepFailed(`the example receiver listening on 127.0.0.1:${this.network.receiverPort}`, `${codeOrMessage(e)}: is another demo running?`);
     }
-    this.#receiver = await startExampleReceiver({ tls: { cert: this.network.cert, key: this.network.key }, hostName: RECEIVER_HOST, jwks: jwksUrl });
-    this.#dns.set(RECEIVER_HOST, { A: [this.#receiver.address] });
+    dns.set(RECEIVER_HOST, { A: [this.#receiver.address] });
     process.stdout.write(`   (the example receiver of packages/release-receiver listens at ${this.#receiver.endpoint}, verifying releases with ${jwksUrl};\n    the demo's resolver ${this.network.dns} answers ${RECEIVER_HOST} → ${this.#receiver.address})\n`);
 
-    const active = await this.#call('GET', '/external-connectors?pageSize=100', 'alice');
-    const items = field(expectReply(active, 200, 'the active registrations', (b) => Array.isArray(field(b, 'items'))), 'items') as unknown[];
-    if (items.some((r) => field(r, 'capability') === EXTERNAL_CAPABILITY)) {
-      await this.#externalChange({ kind: 'revoke', capability: EXTERNAL_CAPABILITY, reason: 'ets demo: the receiver of an earlier run is gone' });
-      this.#result(`the registration of an earlier run is revoked`);
-    }
-    const approved = await this.#externalChange({
+    await this.#revokeEarlier('/external-connectors', 'capability', EXTERNAL_CAPABILITY);
+    const approved = await this.#governedChange('/external-connectors', {
       kind: 'register',
       capability: EXTERNAL_CAPABILITY,
       endpoint: this.#receiver.endpoint,
@@ -552,7 +634,7 @@ class Demo {
       forwardedParameters: ['amount', 'currency', 'reference'],
       timeoutMs: 5000,
       reason: 'ets demo: release demo payments to the example receiver',
-    });
+    }, 'receiver');
     const id = String(approved.id);
     this.#result(`${EXTERNAL_CAPABILITY} is registered (registrationId ${id}) to ${this.#receiver.endpoint}, forwarding amount, currency and reference only`);
   }
@@ -572,6 +654,75 @@ class Demo {
     }
     process.stdout.write(`   (the receiver verified: kid ${release.kid}, aud ${release.aud}, expires ${(Math.round((release.exp - release.iat) * 1000) / 1000).toString()}s after issue, jti ${release.jti}, parameters ${short(release.parameters)})\n`);
     this.#result(`EXECUTED by the receiver over HTTPS; result ${short(field(r.body, 'result'), 90)}`);
+  }
+
+  /** The policy of the sourced step: the invoice's amount is the source's, and must be the amount paid. */
+  sourcedPolicyDocument(): Json {
+    return {
+      name: SOURCED_POLICY,
+      policyVersion: this.#version,
+      description: `ets demo policy, version ${this.#version}: the invoice amount comes from the source ${SOURCE_NAME} and must be the amount paid.`,
+      signalsSchema: { invoiceAmount: { type: 'number' } },
+      signalSources: { invoiceAmount: { source: SOURCE_NAME, fact: 'invoice.amount', subject: 'intent.parameters.invoiceId' } },
+      boundSignals: { invoiceAmount: 'intent.parameters.amount' },
+      rules: [{ id: 'ok', when: 'signals.invoiceAmount <= 10000', action: 'approve', reason: 'Invoice within the demo limit' }],
+      default: { action: 'reject', reason: 'Invoice above the demo limit of 10000' },
+    };
+  }
+
+  async registerSource(): Promise<void> {
+    const source = this.network?.source;
+    if (!this.network || !source) {
+      process.stdout.write(`   – skipped: the demo folder has no source certificate (set up before the demo had one); run 'ets demo --setup' in a new folder.\n`);
+      return;
+    }
+    const dns = await this.#resolver(this.network);
+    let signing;
+    try {
+      signing = readSigningKey(source.signingKey);
+    } catch (e) {
+      throw new CliError(`the demo source's signing key: ${(e as Error).message}`, 2);
+    }
+    try {
+      this.#source = await startReferenceSource({ factsFile: source.factsFile, key: signing, tls: { cert: source.cert, key: source.key }, host: '127.0.0.1', port: source.port });
+    } catch (e) {
+      throw new StepFailed(`the demo source listening on 127.0.0.1:${source.port}`, `${codeOrMessage(e)}: is another demo running?`);
+    }
+    dns.set(SOURCE_HOST, { A: [this.#source.address] });
+    const endpoint = `https://${SOURCE_HOST}:${this.#source.port}/facts`;
+    process.stdout.write(`   (the reference source of 'ets source serve' listens at ${endpoint}, answering from ${source.factsFile} and signing with ${signing.keyId})\n`);
+    await this.#revokeEarlier('/business-signal-sources', 'name', SOURCE_NAME);
+    await this.#governedChange('/business-signal-sources', { kind: 'register', name: SOURCE_NAME, endpoint, publicKey: signing.publicKeyPem, reason: 'ets demo: invoice amounts' }, 'source');
+    this.#result(`the source ${SOURCE_NAME} is registered at ${endpoint} with its Ed25519 public key`);
+    const { change } = await this.#proposePolicy(this.sourcedPolicyDocument(), 'ets demo: pay invoices at the amount the source vouches for');
+    const id = String(change.id);
+    const approved = await this.#call('POST', `/policies/pending-changes/${encodeURIComponent(id)}/approve`, 'bob', this.envelope(CALLERS.bob, this.stepUp.bob, id));
+    expectReply(approved, 200, `the change APPROVED by ${CALLERS.bob}`, (b) => field(b, 'status') === 'APPROVED');
+    this.#result(`${SOURCED_POLICY} ${this.#version} is in effect: invoiceAmount is asked of ${SOURCE_NAME} and bound to intent.parameters.amount`);
+  }
+
+  async executeSourced(): Promise<void> {
+    if (!this.#source) {
+      process.stdout.write('   – skipped: no business signal source was registered.\n');
+      return;
+    }
+    const pay = (amount: number) => this.transaction({}, 'demo-invoice-4', 'sandbox:echo', SOURCED_POLICY, { invoiceId: INVOICE.id, amount, currency: 'EUR' });
+    const r = await this.#call('POST', '/execute', 'agent', pay(INVOICE.amount));
+    const body = expectReply(r, 200, 'EXECUTED on the amount the source vouches for', (b) => field(b, 'executionStatus') === 'EXECUTED' && isObject(field(b, 'trustRecord')));
+    this.#sourcedRecord = body.trustRecord as Json;
+    const sourced = field(field(this.#sourcedRecord.assessment, 'businessValidation'), 'sourcedSignals');
+    const signal = Array.isArray(sourced) ? (sourced[0] as unknown) : undefined;
+    if (field(signal, 'value') !== INVOICE.amount || field(signal, 'sourceProofVerified') !== true) {
+      throw new StepFailed(`a Trusted Signal invoiceAmount = ${INVOICE.amount} with a verified proof of ${SOURCE_NAME}`, short(sourced, 300));
+    }
+    this.#result(`EXECUTED; the record holds the Trusted Signal invoiceAmount = ${INVOICE.amount} from ${SOURCE_NAME}, its proof verified (sourceKeyId ${short(field(signal, 'sourceKeyId'), 24)})`);
+    const other = pay(INVOICE.amount * 10);
+    const refused = await this.#call('POST', '/execute', 'agent', other);
+    expectReply(refused, 403, 'POLICY_DENIED', (b) => field(b, 'code') === 'POLICY_DENIED');
+    const refusal = await this.#call('GET', `/refusal/${String(other.businessTransactionId)}`, 'agent');
+    const record = expectReply(refusal, 200, 'the signed Refusal Record', (b) => field(b, 'recordType') === 'refusal-record');
+    if (record.matchedRuleId !== 'bound-signal-mismatch') throw new StepFailed('a refusal with matchedRuleId bound-signal-mismatch', replyText(refusal));
+    this.#result(`${INVOICE.amount * 10} for the same invoice is refused: bound-signal-mismatch (the source says ${INVOICE.amount})`);
   }
 
   async verify(): Promise<void> {
@@ -598,13 +749,15 @@ class Demo {
     const others: [string, unknown][] = [
       ['Refusal Record', this.#refusal],
       ['Receipt', this.#receipt],
+      ...(this.#sourcedRecord ? [['Trust Record with a sourced signal', this.#sourcedRecord] as [string, unknown]] : []),
     ];
     const results = others.map(([name, record]) => [name, verifyOffline(record, jwks)] as const);
     for (const [name, rep] of results) {
-      process.stdout.write(`   ${name}: ${rep.valid ? 'VALID' : `NOT VALID (${rep.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`).join('; ')})`}\n`);
+      const proofs = rep.checks.find((c) => c.name === 'sourceProofs');
+      process.stdout.write(`   ${name}: ${rep.valid ? `VALID${proofs ? ` (sourceProofs: ${proofs.detail ?? 'ok'})` : ''}` : `NOT VALID (${rep.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`).join('; ')})`}\n`);
     }
     const bad = [['Execution Trust Record', report] as const, ...results].filter(([, rep]) => !rep.valid);
     if (bad.length > 0) throw new StepFailed('every record VALID offline', bad.map(([name]) => `${name} NOT VALID`).join(', '));
-    this.#result('the Trust Record, the Refusal Record and the Receipt verify offline');
+    this.#result(`the Trust Record, the Refusal Record and the Receipt${this.#sourcedRecord ? ', and the record with the source\'s signed answer,' : ''} verify offline`);
   }
 }

@@ -2,9 +2,9 @@ import { parseArgs } from 'node:util';
 import { loadSettings } from '../config/settings.js';
 import { createLogger } from '../logger.js';
 import { installRootWord } from '../install-root.js';
+import type { Logger } from '@ets/domain';
 import { startServer, type IssuedFirstKey, type RunningServer } from '../server.js';
-
-const PARENT_CHECK_MS = 1000;
+import { stopWhenParentExits } from './parent-watch.js';
 
 /**
  * `ets serve`: what `npm start` runs. Stops gracefully on SIGTERM and SIGINT, and with
@@ -14,12 +14,25 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { 'exit-with-parent': { type: 'boolean' } }, strict: true });
   const settings = loadSettings();
   const logger = createLogger(settings.logLevel);
-  const parent = process.ppid;
+  const lifecycle = stopOnSignals(logger);
+  lifecycle.started(await startServer(settings, logger, { onFirstKey: printFirstKey }));
+  // `npm start` execs the server in place of its shell, so npm is the parent and forwards SIGTERM
+  // and SIGINT. If npm itself is killed outright (SIGKILL, a container or unit stopping it) the
+  // server is re-parented; it then stops as if it had been sent SIGTERM, instead of living on.
+  if (values['exit-with-parent']) stopWhenParentExits(() => lifecycle.stop('parent exited'));
+}
+
+/**
+ * Stops the server gracefully on SIGTERM and SIGINT, then exits the process (`afterStop` runs
+ * first). Call it before the start and hand it the server once it runs: a signal that came before
+ * the handlers would end the process with the default action, half started (a supervisor may stop
+ * a server the moment it says it listens), so a signal during the start is kept until then.
+ */
+export function stopOnSignals(logger: Logger, afterStop?: () => void): { started(running: RunningServer): void; stop(reason: string): void } {
   let running: RunningServer | undefined;
   let requested: string | undefined;
   let stopping = false;
   const stop = (reason: string) => {
-    // A signal during the start is kept until the server runs (and then stops it at once).
     if (!running) {
       requested ??= reason;
       return;
@@ -28,27 +41,25 @@ export async function serveCommand(argv: string[]): Promise<void> {
     stopping = true;
     logger.info({ signal: reason }, 'shutting down');
     running.close().then(
-      () => process.exit(0),
+      () => {
+        afterStop?.();
+        process.exit(0);
+      },
       (e: unknown) => {
         logger.error({ err: String(e) }, 'shutdown failed');
         process.exit(1);
       },
     );
   };
-  // Before the start, not after it: a signal that came before the handlers would end the process
-  // with the default action, half started (a supervisor may stop a server the moment it says it listens).
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  running = await startServer(settings, logger, { onFirstKey: printFirstKey });
-  if (requested) stop(requested);
-  if (values['exit-with-parent']) {
-    // `npm start` execs the server in place of its shell, so npm is the parent and forwards SIGTERM
-    // and SIGINT. If npm itself is killed outright (SIGKILL, a container or unit stopping it) the
-    // server is re-parented; it then stops as if it had been sent SIGTERM, instead of living on.
-    setInterval(() => {
-      if (process.ppid !== parent) stop('parent exited');
-    }, PARENT_CHECK_MS).unref();
-  }
+  return {
+    started(server) {
+      running = server;
+      if (requested) stop(requested);
+    },
+    stop,
+  };
 }
 
 /** Printed once, on stderr beside the logs, never into them: the raw key is not stored anywhere. */

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { EnvKeyProvider, ServiceSigningKeys, type KeyProvider, type RotationOutcome } from '@ets/adapters-crypto';
+import { EnvKeyProvider, KeyRing, type KeyProvider, type RotationOutcome } from '@ets/adapters-crypto';
 import { createDataSource, TypeOrmPublishedKeyStore } from '@ets/adapters-persistence';
 import type { PublishedKeyStore } from '@ets/domain';
 import { loadSettings, type Settings } from '../config/settings.js';
@@ -16,10 +17,10 @@ export async function signingKeysCommand(argv: string[]): Promise<void> {
   parseArgs({ args: rest, options: {}, strict: true });
   const settings = loadSettings();
   if (sub === 'rotate' && settings.signingProvider.kind === 'env') return handOverEnvKeys(settings);
+  if (sub === 'list') return list(settings);
   const provider = await openKeyProvider(settings);
   try {
-    if (sub === 'rotate') explainRotation(provider, await provider.rotate());
-    else await list(settings, provider);
+    explainRotation(provider, await provider.rotate());
   } finally {
     await provider.close();
   }
@@ -54,16 +55,37 @@ function explainRotation(provider: KeyProvider, outcome: RotationOutcome): void 
   );
 }
 
-async function list(settings: Settings, provider: KeyProvider): Promise<void> {
-  const published = await openPublishedKeys(settings);
+/**
+ * Lists the keys of the provider the settings name, which is the one the server signs with only
+ * when it runs with the same settings: the first line says which provider was read, and a
+ * warning says when the database shows that the server signs with another one.
+ */
+async function list(settings: Settings): Promise<void> {
+  const kind = settings.signingProvider.kind;
+  // A data dir without keys has none to list; opening the disk provider would generate the first ones.
+  const provider = kind === 'disk' && !KeyRing.exists(settings.dataDir) ? undefined : await openKeyProvider(settings);
   try {
-    const keys = await ServiceSigningKeys.open(provider, published ? { store: published.store } : {});
-    for (const k of keys.keys()) {
-      const source = k.heldBy === 'provider' ? provider.kind : 'published only';
-      process.stdout.write(`${k.keyId}  ${k.alg}  ${k.active ? 'active' : 'retired'}  ${k.createdAt ?? '-'}  ${source}\n`);
+    const published = await openPublishedKeys(settings);
+    const recorded = (await published?.store.list().finally(() => published.close())) ?? [];
+    const where = provider?.location ?? `${path.join(settings.dataDir, 'keys')}: no keys yet, the first start generates them`;
+    process.stdout.write(`provider: ${kind} (${where}), SVC_SIGNING_PROVIDER=${kind}\n`);
+    const held = provider?.keys() ?? [];
+    const heldIds = new Set(held.map((k) => k.keyId));
+    const firstPublished = new Map(recorded.map((k) => [k.keyId, k.publishedAt]));
+    for (const k of held) process.stdout.write(`${k.keyId}  ${k.alg}  ${k.active ? 'active' : 'retired'}  ${k.createdAt ?? firstPublished.get(k.keyId) ?? '-'}  ${kind}\n`);
+    for (const k of recorded.filter((r) => !heldIds.has(r.keyId))) {
+      process.stdout.write(`${k.keyId}  ${k.alg}  retired  ${k.publishedAt}  published only (held by ${k.provider} when published)\n`);
+    }
+    // The newest key the service published names the provider it last started with.
+    const newest = recorded.at(-1);
+    if (newest && newest.provider !== kind && !heldIds.has(newest.keyId)) {
+      process.stderr.write(
+        `Note: the newest published key, ${newest.keyId} (${newest.publishedAt}), was held by the ${newest.provider} provider, but this lists ${kind} (SVC_SIGNING_PROVIDER=${kind} here): ` +
+          `if the server signs with ${newest.provider}, run this with the server's settings.\n`,
+      );
     }
   } finally {
-    await published?.close();
+    await provider?.close();
   }
 }
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULT_VALID_FOR_SECONDS, readSigningKey, startReferenceSource, type SourceSigningKey } from '../signal-source/reference-source.js';
 import { CliError, codeOrMessage } from './errors.js';
+import { stopWhenParentExits } from './parent-watch.js';
 import { usageOf } from './usage.js';
 
 const USAGE = usageOf('source serve');
@@ -64,5 +65,6 @@ export async function sourceCommand(argv: string[]): Promise<void> {
   const stop = () => void source.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  stopWhenParentExits(stop);
   await new Promise<never>(() => undefined);
 }

@@ -55,19 +55,36 @@ export async function stepUpCommand(argv: string[]): Promise<void> {
   } catch (e) {
     throw new CliError(`cannot read the step-up key ${values.key}: ${codeOrMessage(e)}`);
   }
-  const payload = {
-    pendingPolicyChangeId: change,
-    action,
-    expiresAt: new Date(Date.now() + Number(ttlText) * 1000).toISOString(),
-    nonce: randomBytes(32).toString('base64url'),
-    ...(callerId !== undefined ? { callerId } : {}),
-    ...(reason !== undefined ? { reason } : {}),
-  };
-  let signature: string;
+  let envelope: StepUpEnvelope;
   try {
-    signature = signStepUpPayload(pem, payload);
+    envelope = stepUpEnvelope(pem, { change, action, ttlSeconds: Number(ttlText), callerId, reason });
   } catch (e) {
     throw new CliError(`${(e as Error).message} (${values.key}).`);
   }
-  process.stdout.write(JSON.stringify({ payload, signature }) + '\n');
+  process.stdout.write(JSON.stringify(envelope) + '\n');
+}
+
+export interface StepUpEnvelope {
+  payload: Record<string, unknown>;
+  signature: string;
+}
+
+/**
+ * A step-up envelope, signed with `privateKeyPem` (the checker's Ed25519 step-up key): what
+ * `ets step-up sign` prints, and what `ets demo` and `ets quickstart` post as their approvers.
+ * Throws when the key is not an Ed25519 private key.
+ */
+export function stepUpEnvelope(
+  privateKeyPem: string,
+  o: { change: string; action: 'approve' | 'reject'; ttlSeconds?: number; callerId?: string; reason?: string },
+): StepUpEnvelope {
+  const payload = {
+    pendingPolicyChangeId: o.change,
+    action: o.action,
+    expiresAt: new Date(Date.now() + (o.ttlSeconds ?? DEFAULT_STEP_UP_TTL_SECONDS) * 1000).toISOString(),
+    nonce: randomBytes(32).toString('base64url'),
+    ...(o.callerId !== undefined ? { callerId: o.callerId } : {}),
+    ...(o.reason !== undefined ? { reason: o.reason } : {}),
+  };
+  return { payload, signature: signStepUpPayload(privateKeyPem, payload) };
 }

@@ -68,7 +68,7 @@ export const HELP: Record<string, CommandHelp> = {
   'signing-keys': {
     brief: "rotate or list the service's signing keys",
     synopsis: ['signing-keys rotate|list'],
-    summary: "The service's own signing keys in <data dir>/keys. Run 'ets signing-keys rotate --help' or 'ets signing-keys list --help'.",
+    summary: "The service's own signing keys, held by the provider SVC_SIGNING_PROVIDER names (disk, env or pkcs11). Run 'ets signing-keys rotate --help' or 'ets signing-keys list --help'.",
   },
   'signing-keys rotate': {
     synopsis: ['signing-keys rotate'],
@@ -76,7 +76,9 @@ export const HELP: Record<string, CommandHelp> = {
   },
   'signing-keys list': {
     synopsis: ['signing-keys list'],
-    summary: 'List the signing keys: key id, algorithm, active or retired, creation time.',
+    summary:
+      'List the signing keys of the provider the settings name (the first line says which, and where): key id, algorithm, active or retired, creation time, who holds it. ' +
+      'Keys only the database remembers are listed as published only. Run it with the settings the server runs with; a note says when the server last published a key of another provider. Never makes a key.',
   },
   'step-up': {
     synopsis: ['step-up sign …'],
@@ -173,18 +175,49 @@ export const HELP: Record<string, CommandHelp> = {
       ['--port PORT', 'listen port (default 8443; 0 for any free port)'],
       ['--valid-for SECONDS', `how long an answer holds (validUntil), unless the facts file says (default ${300})`],
     ],
-    notes: 'Stops on SIGINT or SIGTERM.',
+    notes: 'Stops on SIGINT or SIGTERM, and when the process that started it exits (npx ets …).',
+  },
+  'local-network': {
+    brief: 'a resolver, a CA and certificates, to try sources and receivers on one machine',
+    synopsis: ['local-network --dir DIR --name HOST [--name HOST …] [--dns-port PORT] [--address IP]'],
+    summary:
+      'Make what a business signal source or an external connector\'s receiver needs to be reached over HTTPS on this machine alone: ' +
+      'a CA, a certificate for each host name (DIR/HOST.pem, key DIR/HOST-key.pem), and DIR/server.env, the server settings that use them ' +
+      '(SVC_DNS_SERVERS, SVC_EGRESS_ALLOW_CIDRS=127.0.0.0/8, NODE_EXTRA_CA_CERTS); then answer the names with 127.0.0.1 from a resolver on loopback until stopped. ' +
+      'For trying the service, never for a deployment.',
+    options: [
+      ['--dir DIR', 'where the CA, the certificates and server.env are written; run again with the same folder to serve the same names again'],
+      ['--name HOST', 'a host name with a domain (erp.example.test); repeat it for more names'],
+      ['--dns-port PORT', "the resolver's UDP port on 127.0.0.1 (default 8053)"],
+      ['--address IP', 'what the names resolve to, where the source or receiver listens (default 127.0.0.1)'],
+    ],
+    notes: 'Start the server with the settings: env $(cat DIR/server.env) npm start. Stops on SIGINT or SIGTERM, and when the process that started it exits (npx ets …).',
+  },
+  quickstart: {
+    brief: 'a sandbox service of its own, ready for a first executed and verified action',
+    synopsis: ['quickstart [--dir DIR]'],
+    summary:
+      'Start a throwaway service in sandbox mode (SVC_SANDBOX=true) in a folder of its own, with an agent key and a sandbox approver, ' +
+      'approve the shipped policy payments-transfer 1.0.0 as that approver with its step-up signature, and print a command that executes an action as the agent ' +
+      'and verifies its signed record offline. Serves until stopped. For trying the service on one machine, never for a deployment: there, a second human approves with their own key.',
+    options: [['--dir DIR', 'the folder for its database, signing keys, API keys and log (new or empty; default a new temporary folder)']],
+    notes:
+      'Listens on SVC_HOST:SVC_PORT (default 127.0.0.1:8080); every other setting is its own (sandbox mode, the embedded store in the folder). ' +
+      'Stops on SIGINT or SIGTERM, and when the process that started it exits (npx ets …); the folder stays, to look at or delete.',
   },
   demo: {
     brief: 'a guided walk through the whole service (sandbox mode)',
     synopsis: [
-      'demo --setup DIR',
+      'demo --setup DIR [--dns-port PORT] [--receiver-port PORT] [--source-port PORT]',
       'demo --from DIR [--url URL]',
       'demo --url URL --alice-key KEY --alice-step-up PEM_FILE --bob-key KEY --bob-step-up PEM_FILE --agent-key KEY',
     ],
-    summary: 'A guided walk through governance, execution, refusal, an external connector, verification, receipt and offline verification.',
+    summary: 'A guided walk through governance, execution, refusal, an external connector, a business signal source, verification, receipt and offline verification.',
     options: [
       ['--setup DIR', "(server stopped) add the demo callers' keys to the key file, write their step-up keys, DIR/demo.env and the server's demo settings DIR/server.env"],
+      ['--dns-port PORT', "with --setup: the UDP port of the demo's resolver on 127.0.0.1 (default: a free one, chosen at setup)"],
+      ['--receiver-port PORT', 'with --setup: the port of the example receiver (default: any free one, when the demo runs)'],
+      ['--source-port PORT', 'with --setup: the port of the business signal source (default: any free one, when the demo runs)'],
       ['--from DIR', '(server running: env $(cat DIR/server.env) npm start) run the demo with the keys of DIR/demo.env'],
       ['--url URL', 'the server (default http://SVC_HOST:SVC_PORT)'],
       ['--alice-key … --agent-key', 'the keys and step-up key files of the three demo callers, instead of --from'],

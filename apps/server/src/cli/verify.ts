@@ -42,18 +42,34 @@ export async function verifyCommand(argv: string[]): Promise<void> {
   const keysSource = values.keys ?? defaultJwksUrl();
   const jwks = await loadJwks(keysSource);
   const report = verifyOffline(record, jwks, { transparency });
-  process.stdout.write(formatReport(report, { from, keys: keysSource }));
+  const input = file === '-' ? 'standard input' : file;
+  // An error answer piped in (`curl … /execute | ets verify -`): say so, rather than list failed checks of a record that is not there.
+  if (report.kind === 'unknown' && isObject(parsed) && typeof parsed.error === 'string') {
+    throw new CliError(`${input} holds an error answer of the service, not a signed record: ${JSON.stringify(parsed).slice(0, 300)}`, 1);
+  }
+  const answer = from === 'trustRecord' && isObject(parsed) && typeof parsed.executionStatus === 'string' ? executeAnswer(parsed) : undefined;
+  process.stdout.write(formatReport(report, { from, keys: keysSource, answer }));
   if (!report.valid) {
     const names = report.checks.filter((c) => !c.ok).map((c) => c.name);
     throw new CliError(`${file === '-' ? 'the record' : file} does NOT verify (failed: ${names.join(', ')}).`, 1);
   }
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What `POST /execute` answered, beside the record it carries: what happened, before what the record proves. */
+function executeAnswer(answer: Record<string, unknown>): string {
+  const decision = isObject(answer.decision) ? answer.decision : {};
+  const why = typeof decision.reason === 'string' ? ` (${decision.reason})` : '';
+  return `executionStatus ${String(answer.executionStatus)}, decision ${String(decision.action ?? '-')}${why}`;
+}
+
 /** Human-readable report: the kind, then one line per check (`ok` or `FAILED: detail`). */
-export function formatReport(report: OfflineReport, about: { from?: string; keys: string }): string {
+export function formatReport(report: OfflineReport, about: { from?: string; keys: string; answer?: string }): string {
   const width = Math.max(...report.checks.map((c) => c.name.length));
   const lines = [
     `kind: ${report.kind}${about.from ? ` (the \`${about.from}\` of the response)` : ''}`,
+    ...(about.answer ? [`answer: ${about.answer}`] : []),
     `keys: ${about.keys}`,
     ...report.checks.map((c) => `  ${c.name.padEnd(width)}  ${c.ok ? `ok${c.detail ? ` (${c.detail})` : ''}` : `FAILED: ${c.detail ?? 'failed'}`}`),
     report.valid ? 'VALID: every check passed.' : 'NOT VALID.',

@@ -19,6 +19,14 @@ function slugger(): (text: string) => string {
 }
 
 /**
+ * A link between the guide's files (`050-policies-and-approvals.md#walkthrough-…`), which works
+ * where each file is read on its own (a clone, a repository browser), points into the one page
+ * the service serves: `#walkthrough-…`. A link to a file without an anchor goes to the page's top.
+ */
+export const GUIDE_FILE_LINK = /^\d{3}-[a-z0-9-]+\.md(#[a-z0-9_-]+)?$/;
+const inPage = (href: string): string => (GUIDE_FILE_LINK.test(href) ? (/#.+$/.exec(href)?.[0] ?? '#contents') : href);
+
+/**
  * The operator guide as HTML: every heading gets an id and a link to itself, and a table of
  * contents of the second- and third-level headings follows the title.
  */
@@ -33,6 +41,9 @@ export function renderGuide(markdown: string): string {
         if (depth === 2 || depth === 3) toc.push({ depth, id, html });
         return `<h${depth} id="${id}">${html} <a class="anchor" href="#${id}" aria-label="Link to this section">#</a></h${depth}>\n`;
       },
+    },
+    walkTokens(token) {
+      if (token.type === 'link') token.href = inPage(token.href);
     },
   });
   const body = marked.parse(markdown, { async: false });
