@@ -5,14 +5,15 @@ export interface Periodic {
 
 /**
  * Runs `round` every `everyMs` in the background, one round at a time (a tick that finds the last
- * round still running is skipped), never on a request's path. `round` handles its own failures.
+ * round still running is skipped), never on a request's path. `round` handles its own failures; a
+ * round that loops (through a backlog) asks `stopping()` between its steps.
  */
-export function every(everyMs: number, round: () => Promise<void>): Periodic {
+export function every(everyMs: number, round: (stopping: () => boolean) => Promise<void>): Periodic {
   let running: Promise<void> | undefined;
   let stopped = false;
   const timer = setInterval(() => {
     if (stopped || running) return;
-    running = round().finally(() => (running = undefined));
+    running = round(() => stopped).finally(() => (running = undefined));
   }, everyMs);
   timer.unref();
   return {
