@@ -31,8 +31,10 @@ afterAll(async () => {
 });
 
 describe('the pkcs11 key provider', () => {
-  it('generates the key in the token as sensitive and not extractable; its private value cannot be read', async () => {
+  it('generates the key in the token as sensitive, not extractable and for signing only; its private value cannot be read', async () => {
     const provider = await open();
+    // Two pairs: the one the first start made and one made by a rotation, both by the same template.
+    await provider.rotate();
     // A second look at the token through the binding itself, as an auditor of the HSM would.
     const lib = new pkcs11js.PKCS11();
     lib.load(token.module);
@@ -52,7 +54,7 @@ describe('the pkcs11 key provider', () => {
       lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PRIVATE_KEY }]);
       const privateKeys = lib.C_FindObjects(session, 10);
       lib.C_FindObjectsFinal(session);
-      expect(privateKeys.length).toBeGreaterThanOrEqual(1);
+      expect(privateKeys.length).toBeGreaterThanOrEqual(2);
       for (const handle of privateKeys) {
         const [sensitive, extractable, label] = lib.C_GetAttributeValue(session, handle, [
           { type: pkcs11js.CKA_SENSITIVE },
@@ -63,6 +65,38 @@ describe('the pkcs11 key provider', () => {
         expect(extractable!.value).toEqual(Buffer.from([0]));
         expect((label!.value as Buffer).toString()).toMatch(/^ets-signing \d{4}-\d\d-\d\dT/);
         expect(() => lib.C_GetAttributeValue(session, handle, [{ type: pkcs11js.CKA_VALUE }])).toThrow(/CKR_ATTRIBUTE_SENSITIVE/);
+        // Sign only: a module's defaults may allow more (SoftHSM2 allows decrypt and unwrap), and a
+        // signing key that also decrypts or unwraps is a key that can be used for what it was not made for.
+        const [sign, decrypt, unwrap, derive] = lib.C_GetAttributeValue(session, handle, [
+          { type: pkcs11js.CKA_SIGN },
+          { type: pkcs11js.CKA_DECRYPT },
+          { type: pkcs11js.CKA_UNWRAP },
+          { type: pkcs11js.CKA_DERIVE },
+        ]);
+        expect({ sign: sign!.value, decrypt: decrypt!.value, unwrap: unwrap!.value, derive: derive!.value }).toEqual({
+          sign: Buffer.from([1]),
+          decrypt: Buffer.from([0]),
+          unwrap: Buffer.from([0]),
+          derive: Buffer.from([0]),
+        });
+      }
+      lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PUBLIC_KEY }]);
+      const publicKeys = lib.C_FindObjects(session, 10);
+      lib.C_FindObjectsFinal(session);
+      expect(publicKeys.length).toBeGreaterThanOrEqual(2);
+      for (const handle of publicKeys) {
+        const [verify, encrypt, wrap, derive] = lib.C_GetAttributeValue(session, handle, [
+          { type: pkcs11js.CKA_VERIFY },
+          { type: pkcs11js.CKA_ENCRYPT },
+          { type: pkcs11js.CKA_WRAP },
+          { type: pkcs11js.CKA_DERIVE },
+        ]);
+        expect({ verify: verify!.value, encrypt: encrypt!.value, wrap: wrap!.value, derive: derive!.value }).toEqual({
+          verify: Buffer.from([1]),
+          encrypt: Buffer.from([0]),
+          wrap: Buffer.from([0]),
+          derive: Buffer.from([0]),
+        });
       }
       lib.C_CloseSession(session);
     } finally {
