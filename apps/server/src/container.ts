@@ -181,13 +181,9 @@ export function buildContainer(res: OpenedResources): Container {
   c.bind<PolicyGovernance>(TOKENS.PolicyGovernance).toDynamicValue(
     (ctx) =>
       new PolicyGovernance({
+        ...governedKindDeps(ctx),
         policies: get(ctx, TOKENS.PolicyStore),
-        changes: get(ctx, TOKENS.PendingChangeStore),
         hasher: get(ctx, TOKENS.Hasher),
-        stepUpVerifier: get(ctx, TOKENS.StepUpSignatureVerifier),
-        clock: get(ctx, TOKENS.Clock),
-        ids: get(ctx, TOKENS.IdGenerator),
-        audit: get(ctx, TOKENS.GovernanceAudit),
       }),
   );
 
@@ -370,11 +366,12 @@ export function buildContainer(res: OpenedResources): Container {
   return c;
 }
 
-/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit. */
+/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, the callers' step-up keys, time, ids, audit. */
 function governedKindDeps(ctx: Resolver) {
   return {
     changes: ctx.get<PendingChangeStore>(TOKENS.PendingChangeStore),
     stepUpVerifier: ctx.get<StepUpSignatureVerifier>(TOKENS.StepUpSignatureVerifier),
+    approvers: ctx.get<ApiKeyDirectory>(TOKENS.CallerDirectory),
     clock: ctx.get<Clock>(TOKENS.Clock),
     ids: ctx.get<IdGenerator>(TOKENS.IdGenerator),
     audit: ctx.get<GovernanceAudit>(TOKENS.GovernanceAudit),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { runCli, spawnServer, tempDirs } from '@ets/test-support';
@@ -123,5 +123,38 @@ describe('ets keys', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  it('refuses a step-up key that another caller has, whatever its PEM text; the same caller may reuse it for a new key', async () => {
+    const env = { SVC_DATA_DIR: tmp() };
+    const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    expect((await runCli(['keys', 'add', '--caller-id', 'alice', '--holder', 'USER', '--step-up-key', '-'], env, pem)).code).toBe(0);
+    const file = path.join(env.SVC_DATA_DIR, 'api-keys.json');
+    const before = readFileSync(file, 'utf8');
+    // The same key with other line breaks and spacing is the same key.
+    const [head, body, tail] = pem.trim().split('\n');
+    for (const text of [pem, `\n  ${head}\r\n${body!.slice(0, 20)}\r\n${body!.slice(20)}\r\n${tail}\n\n`]) {
+      const taken = await runCli(['keys', 'add', '--caller-id', 'alice-2', '--holder', 'USER', '--step-up-key', '-'], env, text);
+      expect({ code: taken.code, stdout: taken.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(taken.stderr).toMatch(/step-up key .*'alice'/);
+      expect(readFileSync(file, 'utf8')).toBe(before);
+    }
+    // A second bearer key for alice with her own step-up key (a rotation) is fine.
+    expect((await runCli(['keys', 'add', '--caller-id', 'alice', '--holder', 'USER', '--step-up-key', '-'], env, pem)).code).toBe(0);
+  });
+
+  it('refuses to start when two callers of the key file or SVC_API_KEYS share a step-up key, and writes nothing', async () => {
+    const dataDir = tmp();
+    const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    const record = (callerId: string, stepUpPublicKey: string) => ({ callerId, keyHash: 'a'.repeat(64), credentialHolderType: 'USER', allowedCapabilities: [], allowedTenantIds: [], stepUpPublicKey });
+    const shared = [record('alice', pem), record('bob', generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }) as string), record('alice-2', pem.replace(/\n/g, '\r\n'))];
+    writeFileSync(path.join(dataDir, 'api-keys.json'), JSON.stringify({ keys: shared }));
+    for (const env of [{ SVC_DATA_DIR: dataDir }, { SVC_DATA_DIR: dataDir, SVC_API_KEYS: JSON.stringify(shared) }]) {
+      const r = await runCli(['serve'], { ...env, SVC_PORT: '0' });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/callers 'alice' and 'alice-2' have the same step-up key/);
+    }
+    expect(readdirSync(dataDir)).toEqual(['api-keys.json']);
   });
 });

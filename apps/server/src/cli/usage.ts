@@ -48,7 +48,7 @@ export const HELP: Record<string, CommandHelp> = {
       ['--capabilities LIST', 'actions (namespace:verb) the key may request, comma-separated; * for all; none by default'],
       ['--principal-ids LIST', 'authority.principalId values it may assert (default: its own caller id)'],
       ['--tenant-ids LIST', 'metadata.tenantId values it may use (a request without a tenant id is always allowed)'],
-      ['--step-up-key -', 'read an Ed25519 public key (PEM) from stdin: the key that signs approvals (requires --holder USER)'],
+      ['--step-up-key -', 'read an Ed25519 public key (PEM) from stdin: the key that signs approvals (requires --holder USER); refused when another caller has it (one key, one person)'],
     ],
   },
   'keys remove': {

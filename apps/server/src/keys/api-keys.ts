@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
+import { isEd25519PublicKeyPem, parseEd25519PublicKeyPem } from '@ets/adapters-crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory } from '@ets/domain';
@@ -36,6 +36,29 @@ export function keyRecordProblem(r: unknown): string | undefined {
   if (k.stepUpPublicKey !== undefined) {
     if (k.credentialHolderType !== 'USER') return `a step-up key is allowed only for holder type USER (${k.callerId})`;
     if (typeof k.stepUpPublicKey !== 'string' || !isEd25519PublicKeyPem(k.stepUpPublicKey)) return `stepUpPublicKey of ${k.callerId} must be an Ed25519 public key in PEM`;
+  }
+  return undefined;
+}
+
+/**
+ * The caller, other than `callerId`, whose step-up key is `pem`'s key, compared as keys (raw
+ * public key bytes), not as PEM text. One step-up key is one person: behind two caller ids it would
+ * let one person propose a change and approve it (CONTRACT "Review rules, round 2").
+ */
+export function otherHolderOfStepUpKey(records: readonly ApiKeyRecord[], pem: string, callerId: string): string | undefined {
+  const key = parseEd25519PublicKeyPem(pem);
+  if (key === undefined) return undefined;
+  return records.find((r) => r.callerId !== callerId && r.stepUpPublicKey !== undefined && parseEd25519PublicKeyPem(r.stepUpPublicKey) === key)?.callerId;
+}
+
+/** Two callers of `records` that share a step-up key, as a message naming them; undefined when none do. */
+export function sharedStepUpKeyProblem(records: readonly ApiKeyRecord[]): string | undefined {
+  for (const [i, r] of records.entries()) {
+    if (r.stepUpPublicKey === undefined) continue;
+    const other = otherHolderOfStepUpKey(records.slice(i + 1), r.stepUpPublicKey, r.callerId);
+    if (other !== undefined) {
+      return `callers '${r.callerId}' and '${other}' have the same step-up key, so one person could propose a change and approve it; give each their own (ets keys remove --caller-id ${other}, then ets keys add … --step-up-key -)`;
+    }
   }
   return undefined;
 }

@@ -10,6 +10,7 @@ import { SigningProviders1763684300000 } from './0012-signing-providers.js';
 import { ReadScopeChainOrderInFlight1763684400000 } from './0013-read-scope-chain-order-in-flight.js';
 import { BusinessValidation1763684500000 } from './0014-business-validation.js';
 import { TransparencyLog1763684700000 } from './0016-transparency-log.js';
+import { ProposerStepUpKey1763684800000 } from './0017-proposer-step-up-key.js';
 
 /** Every migration, in order. New features append here; an applied migration never changes. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   ReadScopeChainOrderInFlight1763684400000,
   BusinessValidation1763684500000,
   TransparencyLog1763684700000,
+  ProposerStepUpKey1763684800000,
 ];

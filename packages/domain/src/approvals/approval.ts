@@ -11,6 +11,7 @@
 import { namespaceOf } from '../execution/connectors.js';
 import type { BusinessTransaction } from '../execution/records.js';
 import type { Caller } from '../identity/caller.js';
+import type { ApproverDirectory } from '../ports/callers.js';
 import type { Clock } from '../ports/clock.js';
 import type { Hasher, StepUpSignatureVerifier } from '../ports/crypto.js';
 import type { SingleUseLedger } from '../ports/single-use.js';
@@ -51,11 +52,6 @@ export interface SignedApproval {
   payload: ApprovalPayload;
   /** Base64 Ed25519 over the canonical payload. */
   signature: string;
-}
-
-/** The step-up keys of the callers who may approve: USER keys with a registered step-up key. */
-export interface ApproverDirectory {
-  stepUpKeysOf(callerId: string): readonly string[];
 }
 
 export interface ApprovalCheckDeps {
