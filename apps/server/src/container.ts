@@ -400,7 +400,7 @@ function bindBusinessValidation(c: Container, res: OpenedResources): void {
   );
   c.bind<AuthorityGrantStore>(TOKENS.AuthorityGrantStore).toDynamicValue((ctx) => new TypeOrmAuthorityGrantStore(get(ctx, TOKENS.DataSource)));
   c.bind<AuthorityGrantGovernance>(TOKENS.AuthorityGrantGovernance).toDynamicValue(
-    (ctx) => new AuthorityGrantGovernance({ ...governedKindDeps(ctx), grants: get(ctx, TOKENS.AuthorityGrantStore) }),
+    (ctx) => new AuthorityGrantGovernance({ ...governedKindDeps(ctx), grants: get(ctx, TOKENS.AuthorityGrantStore), maxGrantDays: res.settings.grantMaxDays }),
   );
   c.bind<ApprovalChecker>(TOKENS.ApprovalChecker).toDynamicValue(
     (ctx) =>

@@ -88,6 +88,20 @@ describe('ets keys', () => {
     expect(listed).toMatch(/^b\s/m);
   });
 
+  it('takes only visible ASCII caller ids, in ets keys add and in the keys a start reads', async () => {
+    const env = { SVC_DATA_DIR: tmp() };
+    for (const id of ['alice\u200b', 'ali ce', 'аlice', 'alice\u00a0x']) {
+      const r = await runCli(['keys', 'add', '--caller-id', id], env);
+      expect({ id, code: r.code, stdout: r.stdout }).toEqual({ id, code: 2, stdout: '' });
+      expect(r.stderr).toMatch(/--caller-id must be 1 to 256 visible ASCII characters/);
+    }
+    expect((await runCli(['keys', 'add', '--caller-id', 'team/agent-7@example.com'], env)).code).toBe(0);
+    const record = { callerId: 'alice\u200b', keyHash: 'a'.repeat(64), credentialHolderType: 'USER', allowedCapabilities: [], allowedTenantIds: [] };
+    const inline = await runCli(['serve'], { SVC_DATA_DIR: tmp(), SVC_PORT: '0', SVC_API_KEYS: JSON.stringify([record]) });
+    expect(inline.code).toBe(2);
+    expect(inline.stderr).toMatch(/callerId "alice\\u200b" is not valid/);
+  });
+
   it("reserves the caller id 'system' (the proposer of shipped policies)", async () => {
     const env = { SVC_DATA_DIR: tmp() };
     const r = await runCli(['keys', 'add', '--caller-id', 'system', '--holder', 'USER'], env);

@@ -34,6 +34,7 @@ describe('ets serve', () => {
     ['SVC_PROFILE', 'x', /SVC_PROFILE.*transaction, attestation, attestation-simple/],
     ['SVC_DATABASE_URL', 'mysql://u:secret@h/db', /SVC_DATABASE_URL.*postgres:\/\//],
     ['RATE_LIMIT_EXECUTE_PER_MINUTE', '-1', /RATE_LIMIT_EXECUTE_PER_MINUTE/],
+    ['SVC_GRANT_MAX_DAYS', '0', /SVC_GRANT_MAX_DAYS.*whole numbers from 1 to 3660/],
   ])('refuses to start with a bad %s in one clear line', async (name, value, message) => {
     const r = await runCli(['serve'], { SVC_DATA_DIR: tmp(), [name]: value });
     expect(r.code).toBe(2);

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type CredentialHolderType } from '@ets/domain';
+import { HOLDER_TYPES, isName, NAME_RULES, SYSTEM_PROPOSER, type ApiKeyRecord, type CredentialHolderType } from '@ets/domain';
 import { loadSettings } from '../config/settings.js';
 import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
 import { ApiKeyFile, generateRawKey, hashKey, otherHolderOfStepUpKey } from '../keys/api-keys.js';
@@ -44,6 +44,7 @@ async function add(argv: string[]): Promise<void> {
   });
   const callerId = values['caller-id']?.trim();
   if (!callerId) throw new CliError('--caller-id is required.', 2);
+  if (!isName('callerId', callerId)) throw new CliError(`--caller-id must be ${NAME_RULES.callerId.says}.`, 2);
   if (callerId === SYSTEM_PROPOSER) throw new CliError(`--caller-id '${SYSTEM_PROPOSER}' is reserved for the service itself.`, 2);
   const holder = values.holder as CredentialHolderType | undefined;
   if (holder !== undefined && !HOLDER_TYPES.includes(holder)) {

@@ -49,6 +49,8 @@ export interface Settings {
   issuer: string;
   /** SVC_SOURCE_TIMEOUT_MS: the one deadline of the business signal sources asked for a request. */
   sourceTimeoutMs: number;
+  /** SVC_GRANT_MAX_DAYS: how many days ahead an authority grant may expire (1 to 3660). */
+  grantMaxDays: number;
   /** The transparency log's origin, the first line of its checkpoints (SVC_LOG_ORIGIN). */
   logOrigin: string;
   /** The Prometheus metrics listener (SVC_METRICS_HOST:SVC_METRICS_PORT); off when SVC_METRICS_PORT is unset. */
@@ -78,6 +80,7 @@ export const DEFAULTS = {
   shutdownTimeoutMs: 10000,
   issuer: 'ets',
   sourceTimeoutMs: 5000,
+  grantMaxDays: 366,
   metricsHost: '127.0.0.1',
 } as const;
 
@@ -286,6 +289,7 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     egress: egress(env, cwd),
     issuer: (issuerName = issuer(env)),
     sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
+    grantMaxDays: int(env, 'SVC_GRANT_MAX_DAYS', DEFAULTS.grantMaxDays, 1, 3660),
     logOrigin: logOrigin(env, issuerName),
     metrics: metrics(env),
   };

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isEd25519PublicKeyPem, parseEd25519PublicKeyPem } from '@ets/adapters-crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory } from '@ets/domain';
+import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, isName, NAME_RULES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory } from '@ets/domain';
 import { ConfigError } from '../config/settings.js';
 import { writeFileAtomic } from '../write-file-atomic.js';
 
@@ -51,8 +51,17 @@ export function otherHolderOfStepUpKey(records: readonly ApiKeyRecord[], pem: st
   return records.find((r) => r.callerId !== callerId && r.stepUpPublicKey !== undefined && parseEd25519PublicKeyPem(r.stepUpPublicKey) === key)?.callerId;
 }
 
-/** Two callers of `records` that share a step-up key, as a message naming them; undefined when none do. */
-export function sharedStepUpKeyProblem(records: readonly ApiKeyRecord[]): string | undefined {
+/**
+ * What a start refuses in key records that `ets keys` can still read (so that it can fix them): a
+ * caller id that is not visible ASCII (CALLER_ID_PATTERN: `alice` followed by an invisible character
+ * would look like alice in every record), or two callers sharing a step-up key. A message naming
+ * the callers, or undefined.
+ */
+export function keyRecordsStartProblem(records: readonly ApiKeyRecord[]): string | undefined {
+  const lookAlike = records.find((r) => !isName('callerId', r.callerId));
+  if (lookAlike) {
+    return `callerId ${JSON.stringify(lookAlike.callerId)} is not valid: a caller id is ${NAME_RULES.callerId.says}; remove it (ets keys remove --caller-id …) and add it again under a valid id`;
+  }
   for (const [i, r] of records.entries()) {
     if (r.stepUpPublicKey === undefined) continue;
     const other = otherHolderOfStepUpKey(records.slice(i + 1), r.stepUpPublicKey, r.callerId);

@@ -1,20 +1,20 @@
 import type { ApiKeyRecord } from '@ets/domain';
 import type { Settings } from '../config/settings.js';
 import { ConfigError } from '../config/settings.js';
-import { ApiKeyFile, generateRawKey, hashKey, parseKeyRecords, sharedStepUpKeyProblem } from './api-keys.js';
+import { ApiKeyFile, generateRawKey, hashKey, keyRecordsStartProblem, parseKeyRecords } from './api-keys.js';
 
 /**
- * Where the server's key records come from: SVC_API_KEYS wins over the key file. Records where two
- * callers share a step-up key are refused here, at start, and not when the file is read: `ets keys
- * remove` must still be able to read the file to fix it.
+ * Where the server's key records come from: SVC_API_KEYS wins over the key file. A look-alike
+ * caller id, or two callers sharing a step-up key, are refused here, at start, and not when the
+ * file is read: `ets keys remove` must still be able to read the file to fix it.
  */
 export function loadKeyRecords(settings: Settings): ApiKeyRecord[] {
   const [records, origin] =
     settings.apiKeysInline !== undefined
       ? [parseKeyRecords(settings.apiKeysInline, 'SVC_API_KEYS'), 'SVC_API_KEYS']
       : [new ApiKeyFile(settings.apiKeysFile).read(), settings.apiKeysFile];
-  const shared = sharedStepUpKeyProblem(records);
-  if (shared) throw new ConfigError(`Invalid key records in ${origin}: ${shared}.`);
+  const problem = keyRecordsStartProblem(records);
+  if (problem) throw new ConfigError(`Invalid key records in ${origin}: ${problem}.`);
   return records;
 }
 

@@ -6,7 +6,8 @@
  * published demo approver may approve sandbox actions, and nothing else.
  *
  * Every refusal is 403 APPROVAL_INVALID and stores nothing: the transaction can be sent again
- * with a valid approval.
+ * with a valid approval. An approval expires at most 15 minutes ahead of the server's clock, like a
+ * step-up envelope (review round 2: one valid until 2099 was a standing permission).
  */
 import { namespaceOf } from '../execution/connectors.js';
 import type { BusinessTransaction } from '../execution/records.js';
@@ -16,7 +17,7 @@ import type { Clock } from '../ports/clock.js';
 import type { Hasher, StepUpSignatureVerifier } from '../ports/crypto.js';
 import type { SingleUseLedger } from '../ports/single-use.js';
 import type { ApprovalScope } from '../policy/document.js';
-import { NONCE_PATTERN } from '../governance/step-up.js';
+import { NONCE_PATTERN, STEP_UP_MAX_VALIDITY_MS } from '../governance/step-up.js';
 import { DomainError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/guards.js';
 import { valueAtPath } from '../shared/request-paths.js';
@@ -85,7 +86,7 @@ export function readApproval(raw: unknown): SignedApproval {
 
 /**
  * Checks an approval against the request it comes with and accepts it (once). Order: shape,
- * binding (transaction, action), expiry, not self-approved, the scope (rule 4), the signals hash
+ * binding (transaction, action), expiry (passed, or more than 15 minutes ahead), not self-approved, the scope (rule 4), the signals hash
  * (rule 5), the signature, then the single use.
  */
 export class ApprovalChecker {
@@ -100,6 +101,10 @@ export class ApprovalChecker {
     if (expiresAt === undefined) throw refused('payload.expiresAt must be an RFC 3339 date-time');
     const now = this.d.clock.now();
     if (expiresAt <= now.getTime()) throw refused('it has expired');
+    // A fresh, explicit decision, not a standing permission: no longer-lived than a step-up envelope.
+    if (expiresAt > now.getTime() + STEP_UP_MAX_VALIDITY_MS) {
+      throw refused(`it expires more than ${STEP_UP_MAX_VALIDITY_MS / 60_000} minutes ahead of the server's clock (now ${now.toISOString()}); sign one that expires sooner`);
+    }
     if (payload.approverId === caller.callerId || payload.approverId === tx.authority.principalId) throw refused('the requester cannot approve its own request');
     this.checkScope(payload.scope, tx, request.approvalScope);
     if (payload.signalsHash !== this.d.hasher.contentHash(tx.signals)) throw refused("its signalsHash is not the hash of the request's signals");

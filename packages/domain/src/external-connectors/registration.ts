@@ -5,10 +5,9 @@
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
 import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
-import { CAPABILITY_MAX_LENGTH, CAPABILITY_PATTERN } from '../execution/transaction-request.js';
 import { namespaceOf } from '../execution/connectors.js';
-import { POLICY_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
+import { readName } from '../shared/names.js';
 
 export const EXTERNAL_CONNECTOR_CHANGE_KIND = 'external-connector';
 export const CONNECTOR_TIMEOUT_MS = { min: 1000, max: 30000, default: 10000 } as const;
@@ -16,8 +15,6 @@ export const FORWARDED_PARAMETER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const FORWARDED_PARAMETERS_MAX = 100;
 /** `sandbox` and `test` are always reserved; the namespaces of every built-in connector too. */
 export const RESERVED_NAMESPACES = ['sandbox', 'test'] as const;
-
-const POLICY_NAME = new RegExp(POLICY_NAME_PATTERN);
 
 /** An active binding of a capability to an endpoint; `registrationId` is the approved register change's id. */
 export interface ExternalConnectorRegistration {
@@ -101,15 +98,13 @@ export function readProposal(input: unknown, reservedNamespaces: readonly string
 
   const endpoint = readEndpoint(body.endpoint);
   if (!endpoint.ok) throw invalid(`endpoint ${endpoint.problem}`);
-  if (typeof body.policyName !== 'string' || !POLICY_NAME.test(body.policyName)) {
-    throw invalid(`policyName must be a policy name matching ${POLICY_NAME_PATTERN}.`);
-  }
+  const policyName = readName('policyName', body.policyName, 'policyName');
   return {
     kind,
     payload: {
       capability,
       endpoint: endpoint.endpoint.url,
-      policyName: body.policyName,
+      policyName,
       forwardedParameters: readForwardedParameters(body.forwardedParameters),
       timeoutMs: readTimeout(body.timeoutMs),
     },
@@ -117,12 +112,10 @@ export function readProposal(input: unknown, reservedNamespaces: readonly string
 }
 
 function readCapability(value: unknown, reserved: readonly string[]): string {
-  if (typeof value !== 'string' || value === '') throw invalid('capability is required: namespace:verb, such as payments:transfer.');
-  if (value.length > CAPABILITY_MAX_LENGTH) throw invalid(`capability must be at most ${CAPABILITY_MAX_LENGTH} characters.`);
-  if (!CAPABILITY_PATTERN.test(value)) throw invalid(`capability must be namespace:verb, matching ${CAPABILITY_PATTERN.source}.`);
-  const namespace = namespaceOf(value);
+  const capability = readName('capability', value, 'capability');
+  const namespace = namespaceOf(capability);
   if (reserved.includes(namespace)) throw invalid(`capability must not be in the namespace '${namespace}': it is reserved (${reserved.join(', ')}).`);
-  return value;
+  return capability;
 }
 
 function readForwardedParameters(value: unknown): string[] {
