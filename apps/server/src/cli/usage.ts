@@ -72,7 +72,9 @@ export const HELP: Record<string, CommandHelp> = {
   },
   'signing-keys rotate': {
     synopsis: ['signing-keys rotate'],
-    summary: 'Make a new active signing key (and ML-DSA-65 key in hybrid mode). Older keys stay published, so what they signed keeps verifying. Restart the server to sign with it.',
+    summary:
+      'Make a new active signing key (and ML-DSA-65 key in hybrid mode). Older keys stay published, so what they signed keeps verifying. Restart the server to sign with it. ' +
+      'With SVC_SIGNING_MODE=hybrid on a data dir made in ed25519 mode, this is how it gets its ML-DSA-65 key: then start in hybrid mode.',
   },
   'signing-keys list': {
     synopsis: ['signing-keys list'],
