@@ -51,6 +51,9 @@ export function otherHolderOfStepUpKey(records: readonly ApiKeyRecord[], pem: st
   return records.find((r) => r.callerId !== callerId && r.stepUpPublicKey !== undefined && parseEd25519PublicKeyPem(r.stepUpPublicKey) === key)?.callerId;
 }
 
+/** `text` as a JSON string whose every character outside visible ASCII is escaped, so that an invisible one shows. */
+const visibly = (text: string): string => JSON.stringify(text).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 /**
  * What a start refuses in key records that `ets keys` can still read (so that it can fix them): a
  * caller id that is not visible ASCII (CALLER_ID_PATTERN: `alice` followed by an invisible character
@@ -60,7 +63,7 @@ export function otherHolderOfStepUpKey(records: readonly ApiKeyRecord[], pem: st
 export function keyRecordsStartProblem(records: readonly ApiKeyRecord[]): string | undefined {
   const lookAlike = records.find((r) => !isName('callerId', r.callerId));
   if (lookAlike) {
-    return `callerId ${JSON.stringify(lookAlike.callerId)} is not valid: a caller id is ${NAME_RULES.callerId.says}; remove it (ets keys remove --caller-id …) and add it again under a valid id`;
+    return `callerId ${visibly(lookAlike.callerId)} is not valid: a caller id is ${NAME_RULES.callerId.says}; remove it (ets keys remove --caller-id …) and add it again under a valid id`;
   }
   for (const [i, r] of records.entries()) {
     if (r.stepUpPublicKey === undefined) continue;
