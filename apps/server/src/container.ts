@@ -247,14 +247,9 @@ export function buildContainer(res: OpenedResources): Container {
   c.bind<PolicyGovernance>(TOKENS.PolicyGovernance).toDynamicValue(
     (ctx) =>
       new PolicyGovernance({
+        ...governedKindDeps(ctx),
         policies: get(ctx, TOKENS.PolicyStore),
-        changes: get(ctx, TOKENS.PendingChangeStore),
         hasher: get(ctx, TOKENS.Hasher),
-        stepUpVerifier: get(ctx, TOKENS.StepUpSignatureVerifier),
-        clock: get(ctx, TOKENS.Clock),
-        ids: get(ctx, TOKENS.IdGenerator),
-        audit: get(ctx, TOKENS.GovernanceAudit),
-        notifier: get(ctx, TOKENS.PendingItemNotifier),
       }),
   );
 
@@ -483,11 +478,12 @@ function authenticationOptions(ctx: Resolver) {
   return { audit: ctx.get<AuthenticationAudit>(TOKENS.AuthenticationAudit), onFailure, failureLimit: ctx.get<RateLimiters>(TOKENS.RateLimiters).authFailure };
 }
 
-/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, time, ids, audit, notifications. */
+/** What every governed kind of change shares (GovernedKindDeps): the change store, step-up checks, the callers' step-up keys, time, ids, audit, notifications. */
 function governedKindDeps(ctx: Resolver) {
   return {
     changes: ctx.get<PendingChangeStore>(TOKENS.PendingChangeStore),
     stepUpVerifier: ctx.get<StepUpSignatureVerifier>(TOKENS.StepUpSignatureVerifier),
+    approvers: ctx.get<ApiKeyDirectory>(TOKENS.CallerDirectory),
     clock: ctx.get<Clock>(TOKENS.Clock),
     ids: ctx.get<IdGenerator>(TOKENS.IdGenerator),
     audit: ctx.get<GovernanceAudit>(TOKENS.GovernanceAudit),
@@ -517,7 +513,7 @@ function bindBusinessValidation(c: Container, res: OpenedResources): void {
   );
   c.bind<AuthorityGrantStore>(TOKENS.AuthorityGrantStore).toDynamicValue((ctx) => new TypeOrmAuthorityGrantStore(get(ctx, TOKENS.DataSource)));
   c.bind<AuthorityGrantGovernance>(TOKENS.AuthorityGrantGovernance).toDynamicValue(
-    (ctx) => new AuthorityGrantGovernance({ ...governedKindDeps(ctx), grants: get(ctx, TOKENS.AuthorityGrantStore) }),
+    (ctx) => new AuthorityGrantGovernance({ ...governedKindDeps(ctx), grants: get(ctx, TOKENS.AuthorityGrantStore), maxGrantDays: res.settings.grantMaxDays }),
   );
   c.bind<ApprovalChecker>(TOKENS.ApprovalChecker).toDynamicValue(
     (ctx) =>

@@ -1,9 +1,7 @@
 import { mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import type { DataSource } from 'typeorm';
 import { countIntentsByState, createDataSource, describeTarget, migrate, TypeOrmPublishedKeyStore, type TypeOrmAttestationStore } from '@ets/adapters-persistence';
-import { ServiceSigningKeys } from '@ets/adapters-crypto';
+import { ServiceSigningKeys, type KeyProvider } from '@ets/adapters-crypto';
 import type { HttpApp, RateLimiters } from '@ets/adapters-http';
 import type { McpUpstreamPool } from '@ets/adapters-connectors';
 import { EVERY_CALLER, type AttestationRuntime, type CheckpointPublisher, type ExecutionService, type ExecutionStore, type HeldTransactions, type Logger, type NoticeDelivery, type PolicyGovernance } from '@ets/domain';
@@ -21,9 +19,8 @@ import { scheduleHeldExpiry } from './runtime/held-expiry.js';
 import { openKeyProvider } from './signing/key-provider.js';
 import { storageTargetFor } from './storage-target.js';
 import { ServiceMetrics } from './metrics/service-metrics.js';
-import { startMetricsListener, type MetricsListener } from './metrics/metrics-listener.js';
 import { ConnectionTracker, drainHttp } from './http-drain.js';
-import { answerClientError } from './http-client-errors.js';
+import { bindPorts } from './listen-first.js';
 
 export { storageTargetFor };
 
@@ -59,13 +56,14 @@ export interface StartHooks {
   onFirstKey?(key: IssuedFirstKey): void;
 }
 
-/** Opens storage, applies migrations, wires the container and listens. */
+/**
+ * Takes the port, then opens storage, applies migrations, wires the container and serves. The port
+ * comes first (listen-first.ts): a start that cannot listen writes nothing, neither to the data dir
+ * nor to a database another instance serves.
+ */
 export async function startServer(settings: Settings, logger: Logger, hooks: StartHooks = {}): Promise<RunningServer> {
-  mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
-  // Keys and signing keys first: a bad key file, a missing hybrid key or a module that cannot be
-  // used stops the start before any storage I/O.
+  // Read only: a bad key file stops the start before the port is taken.
   const keys = keyRecordsForStart(settings);
-  const keyProvider = await openKeyProvider(settings);
   if (settings.authDisabled) {
     logger.warn({ setting: 'SVC_AUTH_DISABLED' }, 'caller authentication is DISABLED: every request is accepted without a key; never run a real deployment like this');
   }
@@ -76,8 +74,18 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
     );
   }
   const target = storageTargetFor(settings);
+  // Not connected yet: TypeORM opens it in initialize().
   const dataSource = createDataSource(target);
+  const metrics = settings.metrics ? new ServiceMetrics(() => countIntentsByState(dataSource)) : undefined;
+  const ports = await bindPorts(settings, metrics);
+  const { server, url } = ports;
+  const connections = new ConnectionTracker(server);
+  let keyProvider: KeyProvider | undefined;
   try {
+    mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
+    // Signing keys before storage: a missing hybrid key or a module that cannot be used stops the
+    // start before any storage I/O (a first start generates the keys here).
+    keyProvider = await openKeyProvider(settings);
     await dataSource.initialize();
     const applied = await migrate(dataSource);
     logger.info({ storage: describeTarget(target), applied }, 'storage ready');
@@ -85,7 +93,6 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
     const signingKeys = await ServiceSigningKeys.open(keyProvider, { store: new TypeOrmPublishedKeyStore(dataSource), logger });
 
     const buildId = readBuildId();
-    const metrics = settings.metrics ? new ServiceMetrics(() => countIntentsByState(dataSource)) : undefined;
     const container = buildContainer({ settings, logger, dataSource, buildId, signingKeys, apiKeys: keys.records, metrics });
     // Before anything is signed: a database restored from a backup would fork the published log.
     const logProblem = await container.get<CheckpointPublisher>(TOKENS.CheckpointPublisher).continuityProblem();
@@ -103,33 +110,8 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
     // Silence is never consent: held transactions whose time ran out are refused (an earlier run's too).
     const heldExpiry = scheduleHeldExpiry(container.get<HeldTransactions>(TOKENS.HeldTransactions), logger);
     const httpApp = container.get<HttpApp>(TOKENS.HttpApp);
-    let server: Server;
-    try {
-      server = await listen(httpApp, settings);
-    } catch (e) {
-      await heldExpiry.stop();
-      await notices?.stop();
-      await checkpoints.stop();
-      throw e;
-    }
-    const connections = new ConnectionTracker(server);
-    const { address, port } = server.address() as AddressInfo;
-    const host = address.includes(':') ? `[${address}]` : address;
-    const url = `http://${host}:${port}`;
-    let metricsListener: MetricsListener | undefined;
-    if (metrics && settings.metrics) {
-      try {
-        metricsListener = await startMetricsListener(metrics, settings.metrics.host, settings.metrics.port);
-      } catch (e) {
-        server.close();
-        server.closeAllConnections();
-        await heldExpiry.stop();
-        await notices?.stop();
-        await checkpoints.stop();
-        // Named for its own settings (the CLI's listen messages are about SVC_HOST and SVC_PORT).
-        throw new Error(`cannot listen on SVC_METRICS_HOST:SVC_METRICS_PORT (${settings.metrics.host}:${settings.metrics.port}): ${(e as Error).message}`);
-      }
-    }
+    ports.serve(httpApp.app);
+    const provider = keyProvider;
 
     let closing: Promise<void> | undefined;
     const close = (): Promise<void> =>
@@ -138,13 +120,13 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
         await heldExpiry.stop();
         await notices?.stop();
         await checkpoints.stop();
-        await metricsListener?.close();
+        await ports.metrics?.close();
         await container.get<RateLimiters>(TOKENS.RateLimiters).close();
         // Ends the upstream MCP sessions and the stdio servers' processes.
         await container.get<McpUpstreamPool>(TOKENS.McpUpstreams).close();
         await container.get<TypeOrmAttestationStore>(TOKENS.AttestationStore).close();
         await dataSource.destroy();
-        await keyProvider.close();
+        await provider.close();
         logger.info({}, 'stopped');
       })());
     let issuedFirstKey: IssuedFirstKey | undefined;
@@ -161,7 +143,7 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
     logger.info(
       {
         url,
-        ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
+        ...(ports.metrics ? { metricsUrl: ports.metrics.url } : {}),
         pid: process.pid,
         profile: settings.profile,
         signingProvider: signingKeys.provider,
@@ -170,10 +152,11 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
       },
       'listening',
     );
-    return { url, metricsUrl: metricsListener?.url, httpApp, dataSource, signingKeys, issuedFirstKey, close };
+    return { url, metricsUrl: ports.metrics?.url, httpApp, dataSource, signingKeys, issuedFirstKey, close };
   } catch (e) {
+    await ports.close().catch(() => undefined);
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
-    await keyProvider.close().catch(() => undefined);
+    await keyProvider?.close().catch(() => undefined);
     throw e;
   }
 }
@@ -214,15 +197,4 @@ async function reconcileAtStart(container: Container, logger: Logger): Promise<v
       'execution intents need reconciliation at their connector (GET /execution-intents, POST /execution-intents/{id}/resolve)',
     );
   }
-}
-
-function listen(httpApp: HttpApp, settings: Settings): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const server = httpApp.app.listen(settings.port, settings.host);
-    server.once('listening', () => resolve(server));
-    server.once('error', reject);
-    // Keep-alive sockets must not hold shutdown open longer than the in-flight requests need.
-    server.keepAliveTimeout = 5000;
-    server.on('clientError', answerClientError);
-  });
 }

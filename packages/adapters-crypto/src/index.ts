@@ -33,7 +33,7 @@ export { verifyRecord, verifyDetached, JwksSignatureVerifier, type OfflineVerifi
 export { portableVerifyCrypto, type VerifyCrypto, type VerifyFn } from './verify-crypto.js';
 export { nodeVerifyCrypto } from './node-verify-crypto.js';
 export { canonicalHasher } from './canonical-hasher.js';
-export { Ed25519StepUpVerifier, signStepUpPayload, isEd25519PublicKeyPem } from './step-up.js';
+export { Ed25519StepUpVerifier, signStepUpPayload, isEd25519PublicKeyPem, parseEd25519PublicKeyPem } from './step-up.js';
 export { mlDsa65 as mlDsa65Backend, nobleMlDsa65 as nobleMlDsa65Backend, type MlDsa65Backend } from './ml-dsa65.js';
 export {
   verifyOffline,

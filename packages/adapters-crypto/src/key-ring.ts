@@ -22,6 +22,12 @@ export interface KeyRingOptions {
    * refusing to start. Off by default so that a lost key file is never papered over.
    */
   addMissingPqKey?: boolean;
+  /**
+   * Opened to rotate (`ets signing-keys rotate`): in hybrid mode a data dir with no usable ML-DSA-65
+   * key (one made in ed25519 mode, or one whose key file is lost) is loaded with its Ed25519 key
+   * alone, and the rotation makes both. This is how an existing data dir switches to hybrid signing.
+   */
+  forRotation?: boolean;
 }
 
 interface LoadedState {
@@ -76,7 +82,14 @@ export class KeyRing implements KeyProvider {
         return generateAndSave(store, current, ['ML-DSA-65']);
       });
     }
-    return new KeyRing(store, options.mode, await loadState(store, records, options.mode));
+    let state: LoadedState;
+    try {
+      state = await loadState(store, records, options.mode);
+    } catch (e) {
+      if (!(options.forRotation && e instanceof HybridKeyMissingError)) throw e;
+      state = await loadState(store, records, 'ed25519');
+    }
+    return new KeyRing(store, options.mode, state);
   }
 
   /** Whether `<dataDir>/keys` holds a key ring: listing keys must not generate the first ones. */
@@ -184,7 +197,7 @@ async function loadState(store: KeyStore, records: KeyRecord[], mode: SigningMod
       const why = pqRecord ? `its key file is missing: ${file}` : `${store.metadataPath} lists no active ML-DSA-65 key (expected ${file})`;
       throw new HybridKeyMissingError(
         `refusing to start in hybrid signing mode: the data dir has Ed25519 signing keys but no usable ML-DSA-65 key; ${why}. ` +
-          'Restore the missing file, or start in ed25519 mode.',
+          'Restore the missing file, add a key with SVC_SIGNING_MODE=hybrid ets signing-keys rotate, or start in ed25519 mode.',
         [file],
       );
     }

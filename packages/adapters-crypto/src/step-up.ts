@@ -54,6 +54,12 @@ export class Ed25519StepUpVerifier implements StepUpSignatureVerifier {
     }
   }
 
+  /** The raw public key (base64url), the same for every PEM text of one key. */
+  publicKeyOf(publicKeyPem: string): string | undefined {
+    const raw = this.#rawKey(publicKeyPem);
+    return raw === undefined ? undefined : Buffer.from(raw).toString('base64url');
+  }
+
   #rawKey(pem: string): Uint8Array | undefined {
     if (!this.#raw.has(pem)) {
       if (this.#raw.size >= 64) this.#raw.clear();

@@ -10,7 +10,8 @@ import { codeSamples, type CodeSample } from './openapi-code-samples.js';
  * without it a fragment belongs to every profile (CONTRACT "Profiles"). An operation may name its
  * own `x-profiles` too (a path whose shape depends on the profile, like `POST /execute`), and a
  * fragment may give its operations another `security` in some profile (`x-profile-security:
- * {attestation-simple: [...]}`). Both extensions are removed from the merged document.
+ * {attestation-simple: [...]}`), and an operation its own (which wins over its fragment's). Both
+ * extensions are removed from the merged document.
  */
 export type OpenApiProfile = 'transaction' | 'attestation' | 'attestation-simple';
 
@@ -80,7 +81,7 @@ export function buildOpenApiDocument(profile: OpenApiProfile): OpenApiDocument {
         if (METHODS.has(method) && !servesProfile(op as Json, profile)) continue;
         const target = (out.paths[p] ??= {});
         if (METHODS.has(method) && target[method]) throw new Error(`OpenAPI: ${method.toUpperCase()} ${p} is defined twice (${file})`);
-        target[method] = (METHODS.has(method) ? withoutExtensions(op as Json, security) : op) as never;
+        target[method] = (METHODS.has(method) ? withoutExtensions(op as Json, security, profile) : op) as never;
       }
     }
     for (const [name, item] of Object.entries((doc.webhooks ?? {}) as Record<string, Record<string, OpenApiOperation>>)) {
@@ -194,9 +195,10 @@ const servesProfile = (node: Json, profile: OpenApiProfile): boolean => {
   return !profiles || profiles.includes(profile);
 };
 
-/** The operation as published: without `x-profiles`, with the profile's security unless it is public. */
-function withoutExtensions(op: Json, security: unknown): Json {
-  const { 'x-profiles': _profiles, ...rest } = op;
+/** The operation as published: without its extensions, with the profile's security unless it is public. */
+function withoutExtensions(op: Json, fragmentSecurity: unknown, profile: OpenApiProfile): Json {
+  const { 'x-profiles': _profiles, 'x-profile-security': own, ...rest } = op;
+  const security = (own as Record<string, unknown> | undefined)?.[profile] ?? fragmentSecurity;
   return security !== undefined && !isPublic(rest) ? { ...rest, security } : rest;
 }
 

@@ -9,6 +9,7 @@ export * from './ports/leads.js';
 export * from './ports/single-use.js';
 export * from './ports/transaction-search.js';
 export * from './shared/request-paths.js';
+export * from './shared/names.js';
 export * from './identity/caller.js';
 export * from './ports/callers.js';
 export * from './identity/auth-audit.js';

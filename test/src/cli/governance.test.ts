@@ -137,6 +137,12 @@ describe('ets policy validate', () => {
     const y = await runCli(['policy', 'validate', badYaml], env);
     expect(y.code).toBe(1);
     expect(y.stdout).toMatch(/^name: /m);
+    // A version that would look like 1.0.0 once published (review round 2) is refused as a proposal would be.
+    for (const version of ['1.0.0 ', '1.0.0\u200b']) {
+      const v = await runCli(['policy', 'validate', file('look-alike.json', JSON.stringify(policyDoc(version)))], env);
+      expect({ version, code: v.code }).toEqual({ version, code: 1 });
+      expect(v.stdout).toMatch(/^policyVersion: must be 1 to 64 ASCII letters/m);
+    }
   });
 
   it('fails clearly for a missing file, a file that is not JSON, and JSON with a duplicate key', async () => {

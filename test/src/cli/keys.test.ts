@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { generateKeyPairSync } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { runCli, spawnServer, tempDirs } from '@ets/test-support';
@@ -88,6 +88,20 @@ describe('ets keys', () => {
     expect(listed).toMatch(/^b\s/m);
   });
 
+  it('takes only visible ASCII caller ids, in ets keys add and in the keys a start reads', async () => {
+    const env = { SVC_DATA_DIR: tmp() };
+    for (const id of ['alice\u200b', 'ali ce', 'аlice', 'alice\u00a0x']) {
+      const r = await runCli(['keys', 'add', '--caller-id', id], env);
+      expect({ id, code: r.code, stdout: r.stdout }).toEqual({ id, code: 2, stdout: '' });
+      expect(r.stderr).toMatch(/--caller-id must be 1 to 256 visible ASCII characters/);
+    }
+    expect((await runCli(['keys', 'add', '--caller-id', 'team/agent-7@example.com'], env)).code).toBe(0);
+    const record = { callerId: 'alice\u200b', keyHash: 'a'.repeat(64), credentialHolderType: 'USER', allowedCapabilities: [], allowedTenantIds: [] };
+    const inline = await runCli(['serve'], { SVC_DATA_DIR: tmp(), SVC_PORT: '0', SVC_API_KEYS: JSON.stringify([record]) });
+    expect(inline.code).toBe(2);
+    expect(inline.stderr).toMatch(/callerId "alice\\u200b" is not valid/);
+  });
+
   it("reserves the caller id 'system' (the proposer of shipped policies)", async () => {
     const env = { SVC_DATA_DIR: tmp() };
     const r = await runCli(['keys', 'add', '--caller-id', 'system', '--holder', 'USER'], env);
@@ -123,5 +137,38 @@ describe('ets keys', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  it('refuses a step-up key that another caller has, whatever its PEM text; the same caller may reuse it for a new key', async () => {
+    const env = { SVC_DATA_DIR: tmp() };
+    const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    expect((await runCli(['keys', 'add', '--caller-id', 'alice', '--holder', 'USER', '--step-up-key', '-'], env, pem)).code).toBe(0);
+    const file = path.join(env.SVC_DATA_DIR, 'api-keys.json');
+    const before = readFileSync(file, 'utf8');
+    // The same key with other line breaks and spacing is the same key.
+    const [head, body, tail] = pem.trim().split('\n');
+    for (const text of [pem, `\n  ${head}\r\n${body!.slice(0, 20)}\r\n${body!.slice(20)}\r\n${tail}\n\n`]) {
+      const taken = await runCli(['keys', 'add', '--caller-id', 'alice-2', '--holder', 'USER', '--step-up-key', '-'], env, text);
+      expect({ code: taken.code, stdout: taken.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(taken.stderr).toMatch(/step-up key .*'alice'/);
+      expect(readFileSync(file, 'utf8')).toBe(before);
+    }
+    // A second bearer key for alice with her own step-up key (a rotation) is fine.
+    expect((await runCli(['keys', 'add', '--caller-id', 'alice', '--holder', 'USER', '--step-up-key', '-'], env, pem)).code).toBe(0);
+  });
+
+  it('refuses to start when two callers of the key file or SVC_API_KEYS share a step-up key, and writes nothing', async () => {
+    const dataDir = tmp();
+    const pem = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    const record = (callerId: string, stepUpPublicKey: string) => ({ callerId, keyHash: 'a'.repeat(64), credentialHolderType: 'USER', allowedCapabilities: [], allowedTenantIds: [], stepUpPublicKey });
+    const shared = [record('alice', pem), record('bob', generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }) as string), record('alice-2', pem.replace(/\n/g, '\r\n'))];
+    writeFileSync(path.join(dataDir, 'api-keys.json'), JSON.stringify({ keys: shared }));
+    for (const env of [{ SVC_DATA_DIR: dataDir }, { SVC_DATA_DIR: dataDir, SVC_API_KEYS: JSON.stringify(shared) }]) {
+      const r = await runCli(['serve'], { ...env, SVC_PORT: '0' });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/callers 'alice' and 'alice-2' have the same step-up key/);
+    }
+    expect(readdirSync(dataDir)).toEqual(['api-keys.json']);
   });
 });

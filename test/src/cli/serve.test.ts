@@ -1,8 +1,11 @@
-import { describe, expect, it } from '@jest/globals';
-import { writeFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import request from 'supertest';
-import { runCli, spawnServer, tempDirs } from '@ets/test-support';
+import { createDataSource, type StorageTarget } from '@ets/adapters-persistence';
+import { runCli, spawnServer, STORAGE_TARGETS, tempDirs } from '@ets/test-support';
 
 const tmp = tempDirs('ets-cli-');
 
@@ -41,6 +44,7 @@ describe('ets serve', () => {
     ['SVC_PUBLIC_URL', 'ets.example.com', /SVC_PUBLIC_URL.*http:\/\/ or https:\/\//],
     ['SVC_MCP_STDIO_SERVERS', '/nonexistent/stdio-servers.json', /SVC_MCP_STDIO_SERVERS.*cannot read it \(ENOENT\)/],
     ['SVC_MCP_ALLOWED_ORIGINS', 'evil.example.com', /SVC_MCP_ALLOWED_ORIGINS.*is not an origin/],
+    ['SVC_GRANT_MAX_DAYS', '0', /SVC_GRANT_MAX_DAYS.*whole numbers from 1 to 3660/],
   ])('refuses to start with a bad %s in one clear line', async (name, value, message) => {
     const r = await runCli(['serve'], { SVC_DATA_DIR: tmp(), [name]: value });
     expect(r.code).toBe(2);
@@ -61,5 +65,94 @@ describe('ets serve with SVC_MCP_STDIO_SERVERS', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/SVC_MCP_STDIO_SERVERS.*server 'files': env PORT must be a string/);
     expect(r.stderr).not.toContain('secret');
+  });
+});
+
+/** Every file under `dir` with the SHA-256 of its bytes (the SQLite file, its WAL, keys, key file). */
+const filesOf = (dir: string): Record<string, string> =>
+  Object.fromEntries(
+    readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => {
+        const file = path.join(e.parentPath, e.name);
+        return [path.relative(dir, file), createHash('sha256').update(readFileSync(file)).digest('hex')];
+      }),
+  );
+
+/** What a start writes: the transparency log's size, its leaves, runtime manifests, audit events, migrations. */
+async function writtenRows(target: StorageTarget): Promise<Record<string, number>> {
+  const ds = createDataSource(target, target.kind === 'sqlite' ? { readOnly: true } : {});
+  await ds.initialize();
+  try {
+    const one = async (sql: string) => Number(((await ds.query(sql)) as { n: string | number }[])[0]!.n);
+    return {
+      treeSize: await one('SELECT tree_size AS n FROM transparency_log_head WHERE id = 1'),
+      leaves: await one('SELECT COUNT(*) AS n FROM transparency_log_leaves'),
+      manifests: await one('SELECT COUNT(*) AS n FROM runtime_manifests'),
+      auditEvents: await one('SELECT COUNT(*) AS n FROM audit_events'),
+      migrations: await one('SELECT COUNT(*) AS n FROM migrations'),
+      publishedKeys: await one('SELECT COUNT(*) AS n FROM published_signing_keys'),
+    };
+  } finally {
+    await ds.destroy();
+  }
+}
+
+describe.each(STORAGE_TARGETS)('a start that cannot listen, on $name', (factory) => {
+  const blockers: Server[] = [];
+  afterAll(() => {
+    for (const b of blockers) b.close();
+  });
+
+  it('writes nothing when the running instance holds the port: no migration, no manifest, no leaf, no key', async () => {
+    const db = await factory.provision();
+    const dataDir = tmp();
+    const env = { SVC_DATA_DIR: dataDir, ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}) };
+    const target: StorageTarget = db.target.kind === 'postgres' ? db.target : { kind: 'sqlite', file: path.join(dataDir, 'ets.sqlite') };
+    const running = await spawnServer(env, 120_000);
+    try {
+      const port = new URL(running.url).port;
+      // Let the running instance settle (its first checkpoint), then take what it has written.
+      await new Promise((r) => setTimeout(r, 2500));
+      const before = await writtenRows(target);
+      const files = filesOf(dataDir);
+      expect(before.manifests).toBe(1);
+
+      const second = await runCli(['serve'], { ...env, SVC_HOST: '127.0.0.1', SVC_PORT: port });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(/cannot listen on 127\.0\.0\.1:\d+: the address is already in use/);
+      expect(second.stdout + second.stderr).not.toMatch(/"msg":"(storage ready|runtime manifest signed)"/);
+      expect(await writtenRows(target)).toEqual(before);
+      if (db.target.kind === 'postgres') expect(filesOf(dataDir)).toEqual(files);
+    } finally {
+      await running.stop();
+      await db.drop();
+    }
+  });
+
+  it('on a fresh data dir and database, leaves both as they were: no signing key, no key file, no table', async () => {
+    const db = await factory.provision();
+    const dataDir = path.join(tmp(), 'data');
+    const blocker = createServer();
+    blockers.push(blocker);
+    const port = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as { port: number }).port)));
+    try {
+      const env = { SVC_DATA_DIR: dataDir, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), ...(db.target.kind === 'postgres' ? { SVC_DATABASE_URL: db.target.url } : {}) };
+      const r = await runCli(['serve'], env);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/already in use/);
+      expect(existsSync(dataDir)).toBe(false);
+      if (db.target.kind === 'postgres') {
+        const ds = createDataSource(db.target);
+        await ds.initialize();
+        try {
+          expect(await ds.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")).toEqual([]);
+        } finally {
+          await ds.destroy();
+        }
+      }
+    } finally {
+      await db.drop();
+    }
   });
 });

@@ -1,9 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { existsSync, readdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { verifyRecord } from '@ets/adapters-crypto';
-import { runCli, serverStorageEnv, spawnServer, STORAGE_TARGETS, tempDirs } from '@ets/test-support';
+import { createDataSource, migrate } from '@ets/adapters-persistence';
+import { apiKeysEnv, bearer, businessTransaction, makeKey, publishPolicy, runCli, serverStorageEnv, spawnServer, STORAGE_TARGETS, tempDirs } from '@ets/test-support';
 
 const tmp = tempDirs('ets-sk-');
 
@@ -92,6 +93,86 @@ describe('service signing keys', () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/ML-DSA-65|hybrid/i);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('switching an existing data dir to hybrid signing', () => {
+  const agent = makeKey('agent-7', { holder: 'SERVICE', capabilities: ['*'], tenants: ['t1'] });
+  const human = makeKey('ops', { holder: 'USER', capabilities: ['*'] });
+  const out = tmp();
+
+  it('SVC_SIGNING_MODE=hybrid ets signing-keys rotate adds an ML-DSA-65 key (and a new Ed25519 one); what was signed before still verifies, online and offline', async () => {
+    const env = { SVC_DATA_DIR: tmp(), SVC_SANDBOX: 'true', ...apiKeysEnv(agent, human) };
+    const ds = createDataSource({ kind: 'sqlite', file: path.join(env.SVC_DATA_DIR, 'ets.sqlite') });
+    await ds.initialize();
+    await migrate(ds);
+    await publishPolicy(ds);
+    await ds.destroy();
+
+    // Made in ed25519 mode: a Trust Record and an audit event with no ML-DSA-65 signature.
+    let server = await spawnServer(env, 120_000);
+    const tx = businessTransaction();
+    let oldRecord: Record<string, unknown>;
+    let oldEvent: Record<string, unknown>;
+    try {
+      const executed = await request(server.url).post('/execute').set('authorization', bearer(agent)).send(tx);
+      expect(executed.status).toBe(200);
+      oldRecord = executed.body.trustRecord as Record<string, unknown>;
+      oldEvent = await latestEvent(server.url, human.raw);
+    } finally {
+      await server.stop();
+    }
+    expect(oldRecord).not.toHaveProperty('pqSignature');
+    const before = readdirSync(path.join(env.SVC_DATA_DIR, 'keys')).sort();
+
+    const rotated = await runCli(['signing-keys', 'rotate'], { ...env, SVC_SIGNING_MODE: 'hybrid' });
+    expect({ code: rotated.code, stderr: rotated.stderr }).toEqual({ code: 0, stderr: expect.stringMatching(/ML-DSA-65/) });
+    const active = JSON.parse(rotated.stdout) as { keyId: string; pqKeyId: string };
+    expect(active).toEqual({ keyId: expect.any(String), pqKeyId: expect.any(String) });
+    expect(active.keyId).not.toBe(oldRecord.keyId);
+    const after = readdirSync(path.join(env.SVC_DATA_DIR, 'keys')).sort();
+    expect(after).toEqual(expect.arrayContaining(before));
+    expect(after.filter((f) => /^mldsa65-.*\.pem$/.test(f))).toHaveLength(1);
+
+    server = await spawnServer({ ...env, SVC_SIGNING_MODE: 'hybrid' }, 120_000);
+    try {
+      const newEvent = await latestEvent(server.url, human.raw);
+      expect(newEvent).toMatchObject({ keyId: active.keyId, pqKeyId: active.pqKeyId, pqSignature: expect.any(String) });
+      // Online: the stored Trust Record verifies (and gets a Verification), the old event verifies.
+      const verified = await request(server.url).post('/verify').set('authorization', bearer(agent)).send({ businessTransactionId: tx.businessTransactionId });
+      expect(verified.status).toBe(200);
+      expect(JSON.stringify(verified.body)).toMatch(/"VERIFIED"/);
+      expect((await request(server.url).post('/audit/verify').send(oldEvent)).body.valid).toBe(true);
+      expect((await request(server.url).post('/audit/verify').send(newEvent)).body.valid).toBe(true);
+      // Offline, with the JWKS the hybrid server publishes: both keys of before and after.
+      const jwks = path.join(out, 'jwks.json');
+      writeFileSync(jwks, JSON.stringify((await request(server.url).get('/.well-known/jwks.json')).body));
+      for (const [name, value] of [['old-record.json', oldRecord], ['old-event.json', oldEvent], ['new-event.json', newEvent]] as const) {
+        const file = path.join(out, name);
+        writeFileSync(file, JSON.stringify(value));
+        const r = await runCli(['verify', file, '--keys', jwks], {});
+        expect({ name, code: r.code }).toEqual({ name, code: 0 });
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('with the env provider hands over both keys; the pkcs11 provider says hybrid signing is not for it', async () => {
+    const env = await runCli(['signing-keys', 'rotate'], { SVC_DATA_DIR: tmp(), SVC_SIGNING_PROVIDER: 'env', SVC_SIGNING_MODE: 'hybrid' });
+    expect(env.code).toBe(0);
+    expect(Object.keys((JSON.parse(env.stdout) as { environment: Record<string, string> }).environment).sort()).toEqual(['SVC_SIGNING_KEY_PEM', 'SVC_SIGNING_PQ_KEY_PEM']);
+    const pkcs11 = await runCli(['signing-keys', 'rotate'], {
+      SVC_DATA_DIR: tmp(),
+      SVC_SIGNING_PROVIDER: 'pkcs11',
+      SVC_SIGNING_MODE: 'hybrid',
+      SVC_PKCS11_MODULE: '/nonexistent/libsofthsm2.so',
+      SVC_PKCS11_TOKEN: 't',
+      SVC_PKCS11_PIN: '1234',
+    });
+    expect(pkcs11.code).toBe(2);
+    expect(pkcs11.stderr).toMatch(/SVC_SIGNING_MODE=hybrid with SVC_SIGNING_PROVIDER=pkcs11: the module holds Ed25519 keys only/);
+    expect(pkcs11.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
 

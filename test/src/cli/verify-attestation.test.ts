@@ -8,6 +8,7 @@ import { apiKeysEnv, bearer, jwksOf, makeKey, publishPolicy, runCli, sqliteTarge
 // Needs the built CLI. An attestation (and an override resolution) served by profile A verify
 // offline with `ets verify` and a saved JWKS; any change to them does not.
 const agent = makeKey('agent-7', { holder: 'SERVICE' });
+const ann = makeKey('ann', { holder: 'USER' });
 type Json = Record<string, unknown>;
 
 describe('ets verify on profile A records', () => {
@@ -23,12 +24,12 @@ describe('ets verify on profile A records', () => {
   let overrideResponse: Json;
 
   beforeAll(async () => {
-    server = await startTestServer(sqliteTarget, { ...apiKeysEnv(agent), SVC_PROFILE: 'attestation' });
+    server = await startTestServer(sqliteTarget, { ...apiKeysEnv(agent, ann), SVC_PROFILE: 'attestation' });
     await publishPolicy(server.dataSource);
     const post = (p: string, body: object) => request(server.url).post(p).set('authorization', bearer(agent)).send(body);
     executeResponse = (await post('/execute', { executionId: 'cli-1', policyId: 'exec-test', policyVersion: '1.0.0', signals: { amount: 120, country: 'FR' } })).body;
     const pending = (await post('/execute', { executionId: 'cli-2', policyId: 'exec-test', policyVersion: '1.0.0', signals: { amount: 20000 } })).body.attestation as Json;
-    overrideResponse = (await post('/override', { executionId: pending.executionId, approved: true, approvedBy: 'ann', approverRole: 'risk', reason: 'ok' })).body;
+    overrideResponse = (await request(server.url).post('/override').set('authorization', bearer(ann)).send({ executionId: pending.executionId, approved: true, approvedBy: 'ann', approverRole: 'risk', reason: 'ok' })).body;
     jwksFile = save('jwks.json', await jwksOf(server.url));
   });
   afterAll(async () => {

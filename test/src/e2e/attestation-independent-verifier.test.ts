@@ -49,12 +49,13 @@ function checkAttestation(a: Json, jwks: { keys: Json[] }): string[] {
 
 describe('a verifier with only the JWKS, canonicalize and node:crypto', () => {
   const agent = makeKey('agent-7', { holder: 'SERVICE' });
+  const ann = makeKey('ann', { holder: 'USER' });
   let server: TestServer;
   let jwks: { keys: Json[] };
   const post = (p: string, body: object) => request(server.url).post(p).set('authorization', bearer(agent)).send(body);
 
   beforeAll(async () => {
-    server = await startTestServer(sqliteTarget, { ...apiKeysEnv(agent), SVC_PROFILE: 'attestation' });
+    server = await startTestServer(sqliteTarget, { ...apiKeysEnv(agent, ann), SVC_PROFILE: 'attestation' });
     await publishPolicy(server.dataSource);
     jwks = (await request(server.url).get('/.well-known/jwks.json')).body;
   });
@@ -96,7 +97,8 @@ describe('a verifier with only the JWKS, canonicalize and node:crypto', () => {
 
   it('verifies a signed override resolution and a confirmation proof (compact JWS) the same way', async () => {
     const pending = (await post('/execute', { executionId: 'independent-2', policyId: 'exec-test', policyVersion: '1.0.0', signals: { amount: 20000 } })).body.attestation as Json;
-    const resolution = (await post('/override', { executionId: pending.executionId, approved: true, approvedBy: 'ann', approverRole: 'risk', reason: 'ok' })).body.resolution as Json;
+    const decided = await request(server.url).post('/override').set('authorization', bearer(ann)).send({ executionId: pending.executionId, approved: true, approvedBy: 'ann', approverRole: 'risk', reason: 'ok' });
+    const resolution = decided.body.resolution as Json;
     const { signature, pqSignature: _pq, ...unsigned } = resolution;
     expect(ed25519(jwks, resolution.keyId, canonicalize(unsigned), signature)).toBe(true);
 

@@ -8,6 +8,8 @@ import { apiKeysEnv, bearer, contentHash, jwksOf, makeKey, publishPolicy, settle
 const agent = makeKey('agent-7', { holder: 'SERVICE' });
 const other = makeKey('agent-8', { holder: 'SERVICE' });
 const auditor = makeKey('auditor', { holder: 'USER' });
+/** A human who also executes: may not decide an override of their own execution. */
+const ann = makeKey('ann', { holder: 'USER' });
 const SIMPLE_KEY = 'svc-simple-key-0123456789';
 type Json = Record<string, unknown>;
 
@@ -30,10 +32,10 @@ interface Variant {
 }
 
 const VARIANTS: Variant[] = [
-  { profile: 'attestation', env: { ...apiKeysEnv(agent, other, auditor), SVC_PROFILE: 'attestation' }, callerId: 'agent-7', auth: bearer(agent), readerAuth: bearer(auditor), callsPerAttest: 1 },
+  { profile: 'attestation', env: { ...apiKeysEnv(agent, other, auditor, ann), SVC_PROFILE: 'attestation' }, callerId: 'agent-7', auth: bearer(agent), readerAuth: bearer(auditor), callsPerAttest: 1 },
   {
     profile: 'attestation-simple',
-    env: { ...apiKeysEnv(auditor), SVC_PROFILE: 'attestation-simple', SVC_API_KEY: SIMPLE_KEY, RATE_LIMIT_EXECUTE_PER_MINUTE: '200' },
+    env: { ...apiKeysEnv(auditor, ann), SVC_PROFILE: 'attestation-simple', SVC_API_KEY: SIMPLE_KEY, RATE_LIMIT_EXECUTE_PER_MINUTE: '200' },
     callerId: 'svc-api-key',
     auth: `Bearer ${SIMPLE_KEY}`,
     readerAuth: `Bearer ${SIMPLE_KEY}`,
@@ -62,7 +64,9 @@ describe.each(STORAGE_TARGETS)('profile A overrides, confirmations and audit on 
       return { attestation: detail.body.attestation as Json, answer: res.body as Json };
     };
     const attest = async (signals: Json, auth = v.auth): Promise<Json> => (await attested(signals, auth)).attestation;
-    const override = (executionId: unknown, approved: boolean, auth = v.auth) => post('/override', { executionId, approved, approvedBy: 'ann', approverRole: 'risk officer', reason: 'Called the customer' }, auth);
+    /** A human decides: a USER key (the key directory's, in both variants) naming itself as `approvedBy`. */
+    const override = (executionId: unknown, approved: boolean, auth = bearer(auditor), approvedBy = 'auditor') =>
+      post('/override', { executionId, approved, approvedBy, approverRole: 'risk officer', reason: 'Called the customer' }, auth);
 
     beforeAll(async () => {
       server = await startTestServer(factory, v.env);
@@ -84,9 +88,9 @@ describe.each(STORAGE_TARGETS)('profile A overrides, confirmations and audit on 
           resolution: expect.objectContaining({ status: 'executed', execution_fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/), signature: expect.any(String) }),
         });
         const r = res.body.resolution as Json;
-        expect(r).toMatchObject({ recordType: 'override-resolution', overrideId: res.body.overrideId, executionId: pending.executionId, approved: true, approvedBy: 'ann', approverRole: 'risk officer', decidedBy: v.callerId, previousFingerprint: pending.execution_fingerprint });
+        expect(r).toMatchObject({ recordType: 'override-resolution', overrideId: res.body.overrideId, executionId: pending.executionId, approved: true, approvedBy: 'auditor', approverRole: 'risk officer', decidedBy: 'auditor', previousFingerprint: pending.execution_fingerprint });
         expect(r.execution_fingerprint).toBe(
-          contentHash({ executionId: r.executionId, previousFingerprint: r.previousFingerprint, overrideId: r.overrideId, status: 'executed', approvedBy: 'ann', approverRole: 'risk officer', reason: 'Called the customer', resolvedAt: r.resolvedAt }),
+          contentHash({ executionId: r.executionId, previousFingerprint: r.previousFingerprint, overrideId: r.overrideId, status: 'executed', approvedBy: 'auditor', approverRole: 'risk officer', reason: 'Called the customer', resolvedAt: r.resolvedAt }),
         );
         expect(verifyOffline(unwrapServedRecord(res.body).record, jwks)).toMatchObject({ kind: 'override-resolution', valid: true });
         const again = await override(pending.executionId, false);
@@ -102,10 +106,42 @@ describe.each(STORAGE_TARGETS)('profile A overrides, confirmations and audit on 
           const res404 = await override(id, true);
           expect({ id, status: res404.status, body: res404.body }).toEqual({ id, status: 404, body: { error: 'No pending override for this executionId.' } });
         }
-        for (const body of [{}, { executionId: 'x', approved: 'yes', approvedBy: 'a', approverRole: 'r', reason: 'x' }, { executionId: 'x', approved: true, approvedBy: 'a', approverRole: 'r' }]) {
-          expect((await post('/override', body)).status).toBe(400);
+        for (const body of [{}, { executionId: 'x', approved: 'yes', approvedBy: 'auditor', approverRole: 'r', reason: 'x' }, { executionId: 'x', approved: true, approvedBy: 'auditor', approverRole: 'r' }]) {
+          expect((await post('/override', body, bearer(auditor))).status).toBe(400);
         }
         expect((await request(server.url).post('/override').send({})).status).toBe(401);
+      });
+
+      it('is decided only by a USER key other than the requester\'s, as itself: otherwise 403 and nothing changes', async () => {
+        const pending = await attest({ amount: 20000 });
+        const refused = async (auth: string, approvedBy: string, status: number, code?: string) => {
+          const res = await override(pending.executionId, true, auth, approvedBy);
+          expect({ auth, approvedBy, status: res.status, code: res.body.code }).toEqual({ auth, approvedBy, status, code });
+        };
+        if (v.profile === 'attestation') {
+          // The requesting agent, and an agent that cannot even read the execution, approving "as" a human.
+          await refused(v.auth, 'auditor', 403, 'NON_HUMAN_CALLER_DENIED');
+          await refused(bearer(other), 'bob', 403, 'NON_HUMAN_CALLER_DENIED');
+        } else {
+          // The simple variant's one caller is no human: its key does not open /override at all.
+          await refused(v.auth, 'auditor', 401);
+        }
+        // A human deciding in another's name.
+        await refused(bearer(auditor), 'bob', 403, 'SELF_APPROVAL_DENIED');
+        await refused(bearer(auditor), 'ann', 403, 'SELF_APPROVAL_DENIED');
+        if (v.profile === 'attestation') {
+          // A human deciding on their own execution.
+          const own = await attest({ amount: 20001 }, bearer(ann));
+          const res = await override(own.executionId, true, bearer(ann), 'ann');
+          expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'SELF_APPROVAL_DENIED' });
+          expect((await get(`/audit/decisions/${own.executionId}`, bearer(auditor))).body).toMatchObject({ execution_state: 'pending_override', override: null });
+          // Another human decides it.
+          expect((await override(own.executionId, false)).status).toBe(200);
+        }
+        expect((await get(`/audit/decisions/${pending.executionId}`, v.readerAuth)).body).toMatchObject({ execution_state: 'pending_override', override: null });
+        const res = await override(pending.executionId, true);
+        expect(res.status).toBe(200);
+        expect(res.body.resolution).toMatchObject({ approvedBy: 'auditor', decidedBy: 'auditor' });
       });
 
       it('of simultaneous overrides exactly one resolves; the others get 409', async () => {
@@ -267,7 +303,7 @@ describe.each(STORAGE_TARGETS)('profile A overrides, confirmations and audit on 
         const events = (await get(`/audit/security?from=${encodeURIComponent(since)}`, v.readerAuth)).body as Json[];
         expect(events.map((e) => e.kind)).toEqual(['authentication_failed', 'override_conflict']);
         expect(events[0]).toEqual({ eventId: expect.any(String), kind: 'authentication_failed', occurredAt: expect.any(String), callerId: null, operation: 'GET /audit/stats', executionId: null, detail: expect.any(String) });
-        expect(events[1]).toMatchObject({ callerId: v.callerId, operation: 'override', executionId: pending.executionId });
+        expect(events[1]).toMatchObject({ callerId: 'auditor', operation: 'override', executionId: pending.executionId });
         expect(((await get('/audit/security?limit=1', v.readerAuth)).body as Json[]).length).toBe(1);
         expect((await get(`/audit/security?to=${encodeURIComponent(since)}&from=${encodeURIComponent(since)}`, v.readerAuth)).body).toEqual([]);
         for (const q of ['limit=0', 'limit=x', 'from=x', 'to=2026-01-01']) expect((await get(`/audit/security?${q}`, v.readerAuth)).status).toBe(400);

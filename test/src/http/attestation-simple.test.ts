@@ -51,13 +51,17 @@ describe.each(STORAGE_TARGETS)('profile A, simple variant (SVC_PROFILE=attestati
     });
 
     it('needs Bearer SVC_API_KEY on every profile-A route: anything else is the same 401; other keys do not open them', async () => {
-      for (const [method, path] of [['post', '/execute'], ['post', '/verify'], ['post', '/evaluate'], ['post', '/simulate'], ['post', '/override'], ['post', '/confirm-execution'], ['get', '/runtime/manifest'], ['get', '/audit/stats']] as const) {
+      for (const [method, path] of [['post', '/execute'], ['post', '/verify'], ['post', '/evaluate'], ['post', '/simulate'], ['post', '/confirm-execution'], ['get', '/runtime/manifest'], ['get', '/audit/stats']] as const) {
         for (const auth of [undefined, 'Bearer wrong', bearer(operator), `Bearer ${SIMPLE_KEY}x`, `Basic ${SIMPLE_KEY}`]) {
           const req = request(server.url)[method](path);
           const res = await (auth ? req.set('authorization', auth) : req).send({});
           expect({ path, auth, status: res.status, body: res.body }).toEqual({ path, auth, status: 401, body: { error: 'authentication required' } });
         }
       }
+      // A human decides an override with their own USER key of the key directory; the simple key,
+      // whose holder is the requester, does not open /override.
+      expect((await request(server.url).post('/override').set('authorization', bearer(SIMPLE_KEY)).send({})).status).toBe(401);
+      expect((await request(server.url).post('/override').set('authorization', bearer(operator)).send({})).status).toBe(400);
       // The shared routes keep the key directory; the simple key does not open them.
       expect((await request(server.url).get('/callers/me').set('authorization', bearer(operator))).status).toBe(200);
       expect((await request(server.url).get('/callers/me').set('authorization', bearer(SIMPLE_KEY))).status).toBe(401);

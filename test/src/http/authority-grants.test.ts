@@ -77,12 +77,22 @@ describe.each(STORAGE_TARGETS)('authority grants on $name', (factory) => {
     ['limits[0].unit', { limits: [{ path: 'intent.parameters.amount', max: 1, unit: 'EUR' }] }],
     ['expiresAt', { expiresAt: '2026-02-30T00:00:00Z' }],
     ['expiresAt', { expiresAt: new Date(Date.now() - 1000).toISOString() }],
+    ['expiresAt', { expiresAt: '9999-12-31T23:59:59Z' }],
+    ['expiresAt', { expiresAt: new Date(Date.now() + 367 * 86400_000).toISOString() }],
     ['reason', { reason: 7 }],
     ['color', { color: 'blue' }],
   ])('a grant proposal breaking %s is 400 naming it', async (field, over) => {
     const res = await post('/authority-grants/changes', alice, grantBody(action(), over));
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: expect.stringContaining(field) });
+  });
+
+  it('a grant expires at most SVC_GRANT_MAX_DAYS (default 366) days ahead: 400 naming expiresAt and the limit, nothing stored', async () => {
+    const before = (await get('/authority-grants/changes?pageSize=100')).body.total as number;
+    const far = await post('/authority-grants/changes', alice, grantBody(action(), { expiresAt: '9999-12-31T23:59:59Z' }));
+    expect({ status: far.status, body: far.body }).toEqual({ status: 400, body: { error: expect.stringMatching(/^expiresAt must be at most 366 days ahead \(SVC_GRANT_MAX_DAYS\)/) } });
+    expect((await get('/authority-grants/changes?pageSize=100')).body.total).toBe(before);
+    expect((await post('/authority-grants/changes', alice, grantBody(action(), { expiresAt: new Date(Date.now() + 365 * 86400_000).toISOString() }))).status).toBe(201);
   });
 
   it('nobody grants authority to themselves: neither the proposer nor the approver may be the grantee', async () => {
@@ -162,7 +172,10 @@ describe.each(STORAGE_TARGETS)('authority grants on $name', (factory) => {
     expect(revoke).toMatchObject({ kind: 'revoke', grantId: approved.id, grantee: 'agent-7', action: act, status: 'APPROVED' });
     expect((await refusalOf((await execute(act)).id)).matchedRuleId).toBe('NOT_AUTHORIZED');
     expect((await post('/authority-grants/changes', alice, { kind: 'revoke', grantId: approved.id })).status).toBe(409);
-    expect((await post('/authority-grants/changes', alice, { kind: 'revoke', grantId: 'no-such-grant' })).status).toBe(409);
+    expect((await post('/authority-grants/changes', alice, { kind: 'revoke', grantId: '00000000-0000-4000-8000-000000000000' })).status).toBe(409);
+    // Not an id the service makes (a lower-case UUID): 400, naming grantId.
+    const malformed = await post('/authority-grants/changes', alice, { kind: 'revoke', grantId: 'no-such-grant' });
+    expect({ status: malformed.status, error: malformed.body.error }).toEqual({ status: 400, error: expect.stringMatching(/^grantId is not valid: a lower-case UUID/) });
     expect((await get('/authority-grants?pageSize=100')).body.items.map((g: { grantId: string }) => g.grantId)).not.toContain(approved.id);
   });
 
@@ -184,5 +197,24 @@ describe.each(STORAGE_TARGETS)('authority grants on $name', (factory) => {
     const res = await execute(act, { amount: 120, currency: 'EUR', sandboxPauseBeforeReleaseMs: Math.max(0, Date.parse(approved.expiresAt as string) - Date.now() + 200) });
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ code: 'AUTHORIZATION_NO_LONGER_VALID', executionStatus: 'NOT_EXECUTED' });
+  });
+});
+
+describe.each(STORAGE_TARGETS)('SVC_GRANT_MAX_DAYS on $name', (factory) => {
+  let server: TestServer;
+  afterAll(async () => {
+    await server?.destroy();
+  });
+
+  it('bounds how far ahead a grant may expire', async () => {
+    server = await startTestServer(factory, { ...apiKeysEnv(alice, bob, agent), SVC_GRANT_MAX_DAYS: '2' });
+    const propose = (days: number) =>
+      request(server.url)
+        .post('/authority-grants/changes')
+        .set('authorization', bearer(alice))
+        .send({ kind: 'grant', grantee: 'agent-7', action: `sandbox:pay${Math.round(days * 10)}`, limits: [], expiresAt: new Date(Date.now() + days * 86400_000).toISOString(), reason: 'r' });
+    const three = await propose(3);
+    expect({ status: three.status, error: three.body.error }).toEqual({ status: 400, error: expect.stringMatching(/^expiresAt must be at most 2 days ahead \(SVC_GRANT_MAX_DAYS\)/) });
+    expect((await propose(1.9)).status).toBe(201);
   });
 });

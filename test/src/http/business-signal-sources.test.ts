@@ -125,6 +125,15 @@ describe.each(STORAGE_TARGETS)('business signal sources on $name', (factory) => 
       expect(res.body).toEqual({ error: expect.stringContaining(field) });
     });
 
+    it('refuses an endpoint whose port is 0 or beyond 65535, though its host resolves (400 naming the port)', async () => {
+      const url = (await network.https(`port${++n}.src.test`, answerJson({}))).url('/facts');
+      for (const port of ['0', '00', '65536', '99999']) {
+        const res = await post('/business-signal-sources/changes', alice, { kind: 'register', name: `port${n}`, endpoint: url.replace(/:\d+\//, `:${port}/`), reason: 'r' });
+        expect({ port, status: res.status, body: res.body }).toEqual({ port, status: 400, body: { error: 'endpoint must have a port from 1 to 65535.' } });
+      }
+      expect((await post('/business-signal-sources/changes', alice, { kind: 'register', name: `port${n}`, endpoint: url, reason: 'r' })).status).toBe(201);
+    });
+
     it('register, list, reject, revoke: maker-checker with step-up, one active source per name', async () => {
       const key = ed25519Key();
       const srv = await network.https('gov.src.test', answerJson({}));

@@ -133,6 +133,15 @@ describe.each(STORAGE_TARGETS)('external connectors on $name: governed registrat
       ['timeoutMs', { timeoutMs: '5000' }],
       ['color', { color: 'blue' }],
     ];
+    it('refuses an endpoint whose port is 0 or beyond 65535, though its host resolves (400 naming the port)', async () => {
+      for (const port of ['0', '00', '65536', '99999']) {
+        const body = registerBody(capability(), { endpoint: receiver.endpoint.replace(/:\d+\//, `:${port}/`) });
+        const res = await post('/external-connectors/changes', alice, body);
+        expect({ port, status: res.status, body: res.body }).toEqual({ port, status: 400, body: { error: 'endpoint must have a port from 1 to 65535.' } });
+      }
+      expect((await get('/external-connectors/changes?status=PENDING_APPROVAL&pageSize=100')).body.items.filter((c: { endpoint?: string }) => /:(0|00|65536|99999)\//.test(c.endpoint ?? ''))).toEqual([]);
+    });
+
     it.each(cases)('%s (case %#)', async (field, over) => {
       network.dns.set('private.ext.test', { A: ['10.0.0.8'] });
       network.dns.set('private6.ext.test', { A: [receiver.address], AAAA: ['fd00::8'] });

@@ -109,10 +109,10 @@ const callArb: fc.Arbitrary<Call> = fc.oneof(
     key: agent,
     body: { policyId, policyVersion, signals: { country: signal } },
   })),
-  fc.record({ executionId: text, approved: fc.boolean(), by: text, role: text, reason: text }).map(({ executionId, approved, by, role, reason }) => ({
+  fc.record({ executionId: text, approved: fc.boolean(), by: fc.oneof(text, fc.constant('alice')), role: text, reason: text, key: fc.constantFrom(agent, alice) }).map(({ executionId, approved, by, role, reason, key }) => ({
     method: 'post' as const,
     path: '/override',
-    key: agent,
+    key,
     body: { executionId, approved, approvedBy: by, approverRole: role, reason },
   })),
   fc.record({ id: text, type: text, at: text }).map(({ id, type, at }) => ({

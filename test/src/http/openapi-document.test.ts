@@ -6,7 +6,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { parse as parseYaml } from 'yaml';
 import { buildOpenApiDocument, HTTP_METHODS, OPENAPI, OPERATOR_GUIDE_MARKDOWN, openApiYaml, renderGuide, type OpenApiOperation } from '@ets/adapters-http';
-import { silentLogger } from '@ets/domain';
+import { NAME_RULES, silentLogger } from '@ets/domain';
 import { loadSettings, startServer } from '@ets/server';
 import { OpenApiResponseValidator, REPO_ROOT, takeResponseProblems } from '@ets/test-support';
 
@@ -19,6 +19,19 @@ describe('the OpenAPI document', () => {
     for (const profile of ['transaction', 'attestation', 'attestation-simple'] as const) {
       const doc = buildOpenApiDocument(profile);
       expect(parseYaml(openApiYaml(doc), { uniqueKeys: true })).toEqual(JSON.parse(JSON.stringify(doc)));
+    }
+  });
+
+  it('documents each name, version and id pattern people read exactly as the domain checks it', () => {
+    const schemas = OPENAPI.components!.schemas as Record<string, { pattern?: string; maxLength?: number }>;
+    const documented = { policyName: 'PolicyName', policyVersion: 'PolicyVersion', capability: 'Capability', sourceName: 'SourceName', callerId: 'CallerId', changeId: 'ChangeId' } as const;
+    for (const [kind, schema] of Object.entries(documented)) {
+      expect({ kind, pattern: schemas[schema]?.pattern }).toEqual({ kind, pattern: NAME_RULES[kind as keyof typeof documented].pattern });
+    }
+    // Every documented pattern holds visible ASCII only.
+    for (const [kind, r] of Object.entries(NAME_RULES)) {
+      const re = new RegExp(r.pattern);
+      for (const ch of [' ', '\t', '\u00a0', '\u200b', '\ufeff', '\u0430', '\u007f']) expect({ kind, ch, matches: re.test(`a${ch}b`) || re.test(ch) }).toEqual({ kind, ch, matches: false });
     }
   });
 

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { TypeOrmPolicyStore } from '@ets/adapters-persistence';
-import type { PolicyDocument } from '@ets/domain';
+import { silentLogger, type PolicyDocument } from '@ets/domain';
+import { startServer, type RunningServer } from '@ets/server';
 import { apiKeysEnv, bearer, makeKey, STORAGE_TARGETS, startTestServer, type TestKey, type TestServer } from '@ets/test-support';
 import { envelope, policyDoc, rawPost } from './governance-fixtures.js';
 
@@ -152,7 +153,7 @@ describe.each(STORAGE_TARGETS)('policies and maker-checker over HTTP on $name', 
           /invalid: .*signalsSchema\.amount\.type/,
         ],
         [`/policies/gov-test/${v}/pending-changes`, { proposedContent: policyDoc(v, { rules: [{ id: 'r', when: 'signals.amount > "x"', action: 'approve', reason: 'x' }] }) }, /rules\[0\]\.when/],
-        [`/policies/Bad_Name/${v}/pending-changes`, { proposedContent: policyDoc(v, { name: 'Bad_Name' }) }, /policy name must match/],
+        [`/policies/Bad_Name/${v}/pending-changes`, { proposedContent: policyDoc(v, { name: 'Bad_Name' }) }, /policy name in the path is not valid/],
         [`/policies/gov-test/${v}/pending-changes`, {}, /proposedContent is required/],
         [`/policies/gov-test/${v}/pending-changes`, [policyDoc(v)], /JSON object/],
         [`/policies/gov-test/${v}/pending-changes`, { proposedContent: policyDoc(v), reason: 'x'.repeat(2001) }, /reason must be at most 2000/],
@@ -488,5 +489,36 @@ describe.each(STORAGE_TARGETS)('shipped policies folder on $name', (factory) => 
     const list = await request(server.url).get('/policies/pending-changes').set('authorization', bearer(alice));
     expect(list.status).toBe(200);
     expect((list.body.items as { policyName: string; proposer: string }[]).map((c) => [c.policyName, c.proposer])).toEqual([['yaml-policy', 'system']]);
+  });
+});
+
+describe.each(STORAGE_TARGETS)('one step-up key is one person, across a change of the key file, on $name', (factory) => {
+  let server: TestServer;
+  let restarted: RunningServer | undefined;
+  afterAll(async () => {
+    await restarted?.close();
+    await server?.destroy();
+  });
+
+  it('refuses a checker who holds the key the proposer proposed with (403 SELF_APPROVAL_DENIED), under another caller id', async () => {
+    server = await startTestServer(factory, apiKeysEnv(alice, bob));
+    const proposal = await request(server.url).post('/policies/gov-test/1.0.0/pending-changes').set('authorization', bearer(alice)).send({ proposedContent: policyDoc('1.0.0') });
+    expect(proposal.status).toBe(201);
+    const id = proposal.body.id as string;
+    await server.close();
+
+    // The key file now gives alice's step-up key to 'alice-2' (alice's keys removed): the same person.
+    const alice2: TestKey = { ...makeKey('alice-2', { holder: 'USER' }), stepUpPrivateKeyPem: alice.stepUpPrivateKeyPem };
+    alice2.record = { ...alice2.record, stepUpPublicKey: (alice.record.stepUpPublicKey as string).replace(/\n/g, '\r\n') };
+    restarted = await startServer({ ...server.settings, apiKeysInline: JSON.stringify([alice2.record, bob.record]) }, silentLogger);
+    const decide = (key: TestKey, action: 'approve' | 'reject') =>
+      request(restarted!.url).post(`/policies/pending-changes/${id}/${action}`).set('authorization', bearer(key)).send(envelope(key, id, action));
+    for (const action of ['approve', 'reject'] as const) {
+      const res = await decide(alice2, action);
+      expect({ action, status: res.status, code: res.body.code }).toEqual({ action, status: 403, code: 'SELF_APPROVAL_DENIED' });
+    }
+    const pending = await request(restarted.url).get('/policies/pending-changes?status=PENDING_APPROVAL').set('authorization', bearer(bob));
+    expect((pending.body.items as { id: string }[]).map((c) => c.id)).toContain(id);
+    expect((await decide(bob, 'approve')).status).toBe(200);
   });
 });

@@ -141,12 +141,25 @@ describe.each(STORAGE_TARGETS)('signed approvals and bound signals on $name', (f
     expect((await post(sandbox, '/execute', agent, withApproval(bare, approvalBy(bob, bare, { signalsHash: signalsHash({}) })))).status).toBe(200);
   });
 
+  it('an approval expiring more than 15 minutes ahead is refused, saying so; one within 15 minutes releases', async () => {
+    const tx = large('override-value');
+    const far = await post(sandbox, '/execute', agent, withApproval(tx, approvalBy(bob, tx, { expiresAt: '2099-01-01T00:00:00Z' })));
+    expect({ status: far.status, body: far.body }).toEqual({
+      status: 403,
+      body: { error: expect.stringMatching(/^The approval is not valid: it expires more than 15 minutes ahead of the server's clock/), code: 'APPROVAL_INVALID' },
+    });
+    const res = await post(sandbox, '/execute', agent, withApproval(tx, approvalBy(bob, tx, { expiresAt: new Date(Date.now() + 14 * 60_000).toISOString() })));
+    expect(res.status).toBe(200);
+  });
+
   describe('an invalid approval is 403 APPROVAL_INVALID and stores nothing', () => {
     const cases: [string, (tx: Record<string, unknown>) => unknown, TestKey?][] = [
       ['another value than the request (scope.value)', (tx) => approvalBy(bob, tx, { scope: { field: 'value', value: 4999 } })],
       ['scoped by resource where the policy scopes by value (rule 4)', (tx) => approvalBy(bob, tx, { scope: { field: 'resourceId', resourceId: 'inv-42' } })],
       ["other signals than the request's (rule 5)", (tx) => approvalBy(bob, tx, { signalsHash: signalsHash({ amount: 5000 }) })],
       ['expired', (tx) => approvalBy(bob, tx, { expiresAt: new Date(Date.now() - 1000).toISOString() })],
+      ['valid until 2099 (more than 15 minutes ahead)', (tx) => approvalBy(bob, tx, { expiresAt: '2099-01-01T00:00:00Z' })],
+      ['valid 16 minutes', (tx) => approvalBy(bob, tx, { expiresAt: new Date(Date.now() + 16 * 60_000).toISOString() })],
       ['for another transaction', (tx) => approvalBy(bob, tx, { businessTransactionId: randomUUID() })],
       ['for another action', (tx) => approvalBy(bob, tx, { action: 'sandbox:other' })],
       ['signed with another key than the approver’s', (tx) => {

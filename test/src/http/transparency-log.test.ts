@@ -278,10 +278,12 @@ describe.each(STORAGE_TARGETS)('the transparency log of a profile A server on $n
   it('holds every signed record exactly once: runtime manifest, attestations, override resolutions, confirmation proofs, audit events', async () => {
     const approved = await attest({ amount: 10 });
     const pending = await attest({ amount: 20000 });
-    const override = { executionId: pending.executionId, approvedBy: 'ann', approverRole: 'risk officer', reason: 'Called the customer' };
-    expect((await post('/override', { ...override, approved: true })).status).toBe(200);
+    // A human decides, with their own key and in their own name.
+    const override = { executionId: pending.executionId, approvedBy: 'ops', approverRole: 'risk officer', reason: 'Called the customer' };
+    const decide = (body: object) => request(server.url).post('/override').set('authorization', bearer(human)).send(body);
+    expect((await decide({ ...override, approved: true })).status).toBe(200);
     // Resolved once: the second resolution is refused and leaves nothing.
-    expect((await post('/override', { ...override, approved: false })).status).toBe(409);
+    expect((await decide({ ...override, approved: false })).status).toBe(409);
     const action = { actionType: 'payment', actionId: 'pay-1', actionTimestamp: new Date().toISOString() };
     const matched = await post('/confirm-execution', { attestation: approved, executedAction: action });
     expect(matched.body.matched).toBe(true);

@@ -31,8 +31,10 @@ afterAll(async () => {
 });
 
 describe('the pkcs11 key provider', () => {
-  it('generates the key in the token as sensitive and not extractable; its private value cannot be read', async () => {
+  it('generates the key in the token as sensitive, not extractable and for signing only; its private value cannot be read', async () => {
     const provider = await open();
+    // Two pairs: the one the first start made and one made by a rotation, both by the same template.
+    await provider.rotate();
     // A second look at the token through the binding itself, as an auditor of the HSM would.
     const lib = new pkcs11js.PKCS11();
     lib.load(token.module);
@@ -48,11 +50,16 @@ describe('the pkcs11 key provider', () => {
     try {
       const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === token.label)!;
       const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION);
+      /** The boolean attributes `types` of an object, by name, as the token reports them. */
+      const usages = (handle: Buffer, types: Record<string, number>): Record<string, boolean> => {
+        const values = lib.C_GetAttributeValue(session, handle, Object.values(types).map((type) => ({ type })));
+        return Object.fromEntries(Object.keys(types).map((name, i) => [name, (values[i]!.value as Buffer)[0] === 1]));
+      };
       tolerating(pkcs11js.CKR_USER_ALREADY_LOGGED_IN, () => lib.C_Login(session, pkcs11js.CKU_USER, token.pin));
       lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PRIVATE_KEY }]);
       const privateKeys = lib.C_FindObjects(session, 10);
       lib.C_FindObjectsFinal(session);
-      expect(privateKeys.length).toBeGreaterThanOrEqual(1);
+      expect(privateKeys.length).toBeGreaterThanOrEqual(2);
       for (const handle of privateKeys) {
         const [sensitive, extractable, label] = lib.C_GetAttributeValue(session, handle, [
           { type: pkcs11js.CKA_SENSITIVE },
@@ -63,6 +70,26 @@ describe('the pkcs11 key provider', () => {
         expect(extractable!.value).toEqual(Buffer.from([0]));
         expect((label!.value as Buffer).toString()).toMatch(/^ets-signing \d{4}-\d\d-\d\dT/);
         expect(() => lib.C_GetAttributeValue(session, handle, [{ type: pkcs11js.CKA_VALUE }])).toThrow(/CKR_ATTRIBUTE_SENSITIVE/);
+        // Sign only: a module's defaults may allow more (SoftHSM2 allows decrypt and unwrap), and a
+        // signing key that also decrypts or unwraps is a key that can be used for what it was not made for.
+        expect(usages(handle, { CKA_SIGN: pkcs11js.CKA_SIGN, CKA_DECRYPT: pkcs11js.CKA_DECRYPT, CKA_UNWRAP: pkcs11js.CKA_UNWRAP, CKA_DERIVE: pkcs11js.CKA_DERIVE })).toEqual({
+          CKA_SIGN: true,
+          CKA_DECRYPT: false,
+          CKA_UNWRAP: false,
+          CKA_DERIVE: false,
+        });
+      }
+      lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PUBLIC_KEY }]);
+      const publicKeys = lib.C_FindObjects(session, 10);
+      lib.C_FindObjectsFinal(session);
+      expect(publicKeys.length).toBeGreaterThanOrEqual(2);
+      for (const handle of publicKeys) {
+        expect(usages(handle, { CKA_VERIFY: pkcs11js.CKA_VERIFY, CKA_ENCRYPT: pkcs11js.CKA_ENCRYPT, CKA_WRAP: pkcs11js.CKA_WRAP, CKA_DERIVE: pkcs11js.CKA_DERIVE })).toEqual({
+          CKA_VERIFY: true,
+          CKA_ENCRYPT: false,
+          CKA_WRAP: false,
+          CKA_DERIVE: false,
+        });
       }
       lib.C_CloseSession(session);
     } finally {

@@ -121,7 +121,7 @@ describe.each(STORAGE_TARGETS)('governance stores on $name', (factory) => {
       const bare = change({ subject: undefined });
       expect(await changes.create(bare, proposal())).toBe(true);
       expect(await changes.get(bare.id)).toEqual(bare);
-      const full = change({ reason: 'why', decider: 'x', decidedAt: '2026-01-01T00:00:00.000Z', rejectionReason: 'no', appliedAt: '2026-01-01T00:00:01.000Z', status: 'REJECTED' });
+      const full = change({ proposerStepUpKey: 'MCowBQYDK2VwAyEA-raw-key_0123456789abcdefghijk', reason: 'why', decider: 'x', decidedAt: '2026-01-01T00:00:00.000Z', rejectionReason: 'no', appliedAt: '2026-01-01T00:00:01.000Z', status: 'REJECTED' });
       expect(await changes.create(full, proposal())).toBe(true);
       expect(await changes.get(full.id)).toEqual(full);
       expect(await changes.get(randomUUID())).toBeUndefined();

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import { HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type CredentialHolderType } from '@ets/domain';
+import { HOLDER_TYPES, isName, NAME_RULES, SYSTEM_PROPOSER, type ApiKeyRecord, type CredentialHolderType } from '@ets/domain';
 import { loadSettings } from '../config/settings.js';
 import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
-import { ApiKeyFile, generateRawKey, hashKey } from '../keys/api-keys.js';
+import { ApiKeyFile, generateRawKey, hashKey, otherHolderOfStepUpKey } from '../keys/api-keys.js';
 import { CliError } from './errors.js';
 import { readStdin } from './read-stdin.js';
 import { usageOf } from './usage.js';
@@ -44,6 +44,7 @@ async function add(argv: string[]): Promise<void> {
   });
   const callerId = values['caller-id']?.trim();
   if (!callerId) throw new CliError('--caller-id is required.', 2);
+  if (!isName('callerId', callerId)) throw new CliError(`--caller-id must be ${NAME_RULES.callerId.says}.`, 2);
   if (callerId === SYSTEM_PROPOSER) throw new CliError(`--caller-id '${SYSTEM_PROPOSER}' is reserved for the service itself.`, 2);
   const holder = values.holder as CredentialHolderType | undefined;
   if (holder !== undefined && !HOLDER_TYPES.includes(holder)) {
@@ -58,6 +59,13 @@ async function add(argv: string[]): Promise<void> {
   }
   const file = keyFile();
   const records = file.read();
+  const keyHolder = stepUpPublicKey === undefined ? undefined : otherHolderOfStepUpKey(records, stepUpPublicKey, callerId);
+  if (keyHolder !== undefined) {
+    throw new CliError(
+      `The step-up key on standard input is already the step-up key of caller '${keyHolder}': one step-up key belongs to one person, or they could propose a change and approve it. Each approver needs their own key pair.`,
+      2,
+    );
+  }
   const raw = generateRawKey();
   const record: ApiKeyRecord = {
     callerId,

@@ -1,5 +1,5 @@
 import { Sha256Hasher } from '@ets/adapters-crypto';
-import { validatePolicyDocument, type PolicyDocument } from '@ets/domain';
+import { validateNewPolicyVersion, type PolicyDocument } from '@ets/domain';
 import { readPolicyFile } from '../shipped-policies.js';
 import { CliError } from './errors.js';
 import { usageOf } from './usage.js';
@@ -20,7 +20,7 @@ export async function policyCommand(argv: string[]): Promise<void> {
     const err = e as NodeJS.ErrnoException;
     throw new CliError(`${file}: ${err.code === 'ENOENT' || err.code === 'EACCES' || err.code === 'EISDIR' ? `cannot read (${err.code})` : `not valid JSON or YAML: ${err.message}`}`);
   }
-  const { valid, errors } = validatePolicyDocument(document);
+  const { valid, errors } = validateNewPolicyVersion(document);
   if (!valid) {
     for (const e of errors) process.stdout.write(`${e}\n`);
     throw new CliError(`${file}: invalid (${errors.length} error${errors.length === 1 ? '' : 's'})`);

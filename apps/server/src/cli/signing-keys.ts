@@ -18,9 +18,11 @@ export async function signingKeysCommand(argv: string[]): Promise<void> {
   const settings = loadSettings();
   if (sub === 'rotate' && settings.signingProvider.kind === 'env') return handOverEnvKeys(settings);
   if (sub === 'list') return list(settings);
-  const provider = await openKeyProvider(settings);
+  // (pkcs11 with hybrid mode never gets here: the settings refuse it, the module holds Ed25519 keys only.)
+  const provider = await openKeyProvider(settings, { forRotation: true });
   try {
-    explainRotation(provider, await provider.rotate());
+    const hadPqKey = provider.activeKeyIds.pqKeyId !== undefined;
+    explainRotation(provider, await provider.rotate(), hadPqKey);
   } finally {
     await provider.close();
   }
@@ -46,11 +48,13 @@ async function handOverEnvKeys(settings: Settings): Promise<void> {
   );
 }
 
-function explainRotation(provider: KeyProvider, outcome: RotationOutcome): void {
+function explainRotation(provider: KeyProvider, outcome: RotationOutcome, hadPqKey: boolean): void {
   process.stdout.write(JSON.stringify(outcome.active) + '\n');
   const where = provider.kind === 'pkcs11' ? `generated in the ${provider.location}` : `written to ${provider.location}`;
+  // A data dir of ed25519 mode, rotated in hybrid mode, has just got its first usable ML-DSA-65 key.
+  const hybrid = outcome.active.pqKeyId !== undefined && !hadPqKey ? ' The data dir now has an ML-DSA-65 key: start the server with SVC_SIGNING_MODE=hybrid.' : '';
   process.stderr.write(
-    `New active signing key(s) ${where}. Older keys stay published and keep verifying. ` +
+    `New active signing key(s) ${where}. Older keys stay published and keep verifying.${hybrid} ` +
       'Running servers publish the new key within 5 minutes and sign with it once restarted.\n',
   );
 }

@@ -48,7 +48,7 @@ export const HELP: Record<string, CommandHelp> = {
       ['--capabilities LIST', 'actions (namespace:verb) the key may request, comma-separated; * for all; none by default'],
       ['--principal-ids LIST', 'authority.principalId values it may assert (default: its own caller id)'],
       ['--tenant-ids LIST', 'metadata.tenantId values it may use (a request without a tenant id is always allowed)'],
-      ['--step-up-key -', 'read an Ed25519 public key (PEM) from stdin: the key that signs approvals (requires --holder USER)'],
+      ['--step-up-key -', 'read an Ed25519 public key (PEM) from stdin: the key that signs approvals (requires --holder USER); refused when another caller has it (one key, one person)'],
     ],
   },
   'keys remove': {
@@ -72,7 +72,9 @@ export const HELP: Record<string, CommandHelp> = {
   },
   'signing-keys rotate': {
     synopsis: ['signing-keys rotate'],
-    summary: 'Make a new active signing key (and ML-DSA-65 key in hybrid mode). Older keys stay published, so what they signed keeps verifying. Restart the server to sign with it.',
+    summary:
+      'Make a new active signing key (and ML-DSA-65 key in hybrid mode). Older keys stay published, so what they signed keeps verifying. Restart the server to sign with it. ' +
+      'With SVC_SIGNING_MODE=hybrid on a data dir made in ed25519 mode, this is how it gets its ML-DSA-65 key: then start in hybrid mode.',
   },
   'signing-keys list': {
     synopsis: ['signing-keys list'],

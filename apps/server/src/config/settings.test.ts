@@ -180,3 +180,17 @@ describe('MCP gateway settings (CONTRACT "MCP gateway")', () => {
     }
   });
 });
+
+describe('SVC_GRANT_MAX_DAYS', () => {
+  it('defaults to 366 days and takes 1 to 3660', () => {
+    expect(loadSettings({}, '/tmp').grantMaxDays).toBe(366);
+    expect(loadSettings({ SVC_GRANT_MAX_DAYS: '30' }, '/tmp').grantMaxDays).toBe(30);
+    expect(loadSettings({ SVC_GRANT_MAX_DAYS: '3660' }, '/tmp').grantMaxDays).toBe(3660);
+  });
+
+  it.each(['0', '3661', '1.5', '-1', 'a year'])('refuses %j with one line naming the setting', (days) => {
+    expect(() => loadSettings({ SVC_GRANT_MAX_DAYS: days }, '/tmp')).toThrow(
+      new ConfigError(`Invalid setting SVC_GRANT_MAX_DAYS=${JSON.stringify(days)}: accepted values are whole numbers from 1 to 3660.`),
+    );
+  });
+});

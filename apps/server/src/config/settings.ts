@@ -53,6 +53,8 @@ export interface Settings {
   sourceTimeoutMs: number;
   /** SVC_OVERRIDE_TTL_SECONDS: how long a held transaction waits for a human before it is refused by expiry. */
   overrideTtlSeconds: number;
+  /** SVC_GRANT_MAX_DAYS: how many days ahead an authority grant may expire (1 to 3660). */
+  grantMaxDays: number;
   /** The transparency log's origin, the first line of its checkpoints (SVC_LOG_ORIGIN). */
   logOrigin: string;
   /** SVC_COOKIE_SECURE: the console's session cookie is `Secure` even over plain HTTP (TLS ends at a proxy in front). */
@@ -108,6 +110,7 @@ export const DEFAULTS = {
   sourceTimeoutMs: 5000,
   overrideTtlSeconds: 86_400,
   mcpHoldSeconds: 120,
+  grantMaxDays: 366,
   metricsHost: '127.0.0.1',
 } as const;
 
@@ -390,6 +393,7 @@ export function loadSettings(env: Env = process.env, cwd: string = process.cwd()
     issuer: (issuerName = issuer(env)),
     sourceTimeoutMs: int(env, 'SVC_SOURCE_TIMEOUT_MS', DEFAULTS.sourceTimeoutMs, 100, 30_000),
     overrideTtlSeconds: int(env, 'SVC_OVERRIDE_TTL_SECONDS', DEFAULTS.overrideTtlSeconds, 1, 30 * 86_400),
+    grantMaxDays: int(env, 'SVC_GRANT_MAX_DAYS', DEFAULTS.grantMaxDays, 1, 3660),
     logOrigin: logOrigin(env, issuerName),
     cookieSecure: bool(env, 'SVC_COOKIE_SECURE', false),
     metrics: metrics(env),

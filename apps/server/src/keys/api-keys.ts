@@ -1,8 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { isEd25519PublicKeyPem } from '@ets/adapters-crypto';
+import { isEd25519PublicKeyPem, parseEd25519PublicKeyPem } from '@ets/adapters-crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory, type SessionKeys } from '@ets/domain';
+import { callerFromKeyRecord, DEMO_APPROVER_ID, HOLDER_TYPES, isName, NAME_RULES, SYSTEM_PROPOSER, type ApiKeyRecord, type ApproverDirectory, type Caller, type CallerDirectory, type SessionKeys } from '@ets/domain';
 import { ConfigError } from '../config/settings.js';
 import { writeFileAtomic } from '../write-file-atomic.js';
 
@@ -36,6 +36,41 @@ export function keyRecordProblem(r: unknown): string | undefined {
   if (k.stepUpPublicKey !== undefined) {
     if (k.credentialHolderType !== 'USER') return `a step-up key is allowed only for holder type USER (${k.callerId})`;
     if (typeof k.stepUpPublicKey !== 'string' || !isEd25519PublicKeyPem(k.stepUpPublicKey)) return `stepUpPublicKey of ${k.callerId} must be an Ed25519 public key in PEM`;
+  }
+  return undefined;
+}
+
+/**
+ * The caller, other than `callerId`, whose step-up key is `pem`'s key, compared as keys (raw
+ * public key bytes), not as PEM text. One step-up key is one person: behind two caller ids it would
+ * let one person propose a change and approve it (CONTRACT "Review rules, round 2").
+ */
+export function otherHolderOfStepUpKey(records: readonly ApiKeyRecord[], pem: string, callerId: string): string | undefined {
+  const key = parseEd25519PublicKeyPem(pem);
+  if (key === undefined) return undefined;
+  return records.find((r) => r.callerId !== callerId && r.stepUpPublicKey !== undefined && parseEd25519PublicKeyPem(r.stepUpPublicKey) === key)?.callerId;
+}
+
+/** `text` as a JSON string whose every character outside visible ASCII is escaped, so that an invisible one shows. */
+const visibly = (text: string): string => JSON.stringify(text).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/**
+ * What a start refuses in key records that `ets keys` can still read (so that it can fix them): a
+ * caller id that is not visible ASCII (CALLER_ID_PATTERN: `alice` followed by an invisible character
+ * would look like alice in every record), or two callers sharing a step-up key. A message naming
+ * the callers, or undefined.
+ */
+export function keyRecordsStartProblem(records: readonly ApiKeyRecord[]): string | undefined {
+  const lookAlike = records.find((r) => !isName('callerId', r.callerId));
+  if (lookAlike) {
+    return `callerId ${visibly(lookAlike.callerId)} is not valid: a caller id is ${NAME_RULES.callerId.says}; remove it (ets keys remove --caller-id …) and add it again under a valid id`;
+  }
+  for (const [i, r] of records.entries()) {
+    if (r.stepUpPublicKey === undefined) continue;
+    const other = otherHolderOfStepUpKey(records.slice(i + 1), r.stepUpPublicKey, r.callerId);
+    if (other !== undefined) {
+      return `callers '${r.callerId}' and '${other}' have the same step-up key, so one person could propose a change and approve it; give each their own (ets keys remove --caller-id ${other}, then ets keys add … --step-up-key -)`;
+    }
   }
   return undefined;
 }

@@ -1,11 +1,21 @@
 import type { ApiKeyRecord } from '@ets/domain';
 import type { Settings } from '../config/settings.js';
-import { ApiKeyFile, generateRawKey, hashKey, parseKeyRecords } from './api-keys.js';
+import { ConfigError } from '../config/settings.js';
+import { ApiKeyFile, generateRawKey, hashKey, keyRecordsStartProblem, parseKeyRecords } from './api-keys.js';
 
-/** Where the server's key records come from: SVC_API_KEYS wins over the key file. */
+/**
+ * Where the server's key records come from: SVC_API_KEYS wins over the key file. A look-alike
+ * caller id, or two callers sharing a step-up key, are refused here, at start, and not when the
+ * file is read: `ets keys remove` must still be able to read the file to fix it.
+ */
 export function loadKeyRecords(settings: Settings): ApiKeyRecord[] {
-  if (settings.apiKeysInline !== undefined) return parseKeyRecords(settings.apiKeysInline, 'SVC_API_KEYS');
-  return new ApiKeyFile(settings.apiKeysFile).read();
+  const [records, origin] =
+    settings.apiKeysInline !== undefined
+      ? [parseKeyRecords(settings.apiKeysInline, 'SVC_API_KEYS'), 'SVC_API_KEYS']
+      : [new ApiKeyFile(settings.apiKeysFile).read(), settings.apiKeysFile];
+  const problem = keyRecordsStartProblem(records);
+  if (problem) throw new ConfigError(`Invalid key records in ${origin}: ${problem}.`);
+  return records;
 }
 
 /** The caller id of the key a first start issues. */

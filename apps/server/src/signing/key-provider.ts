@@ -7,12 +7,13 @@ import { ConfigError, type Settings } from '../config/settings.js';
  * that cannot serve the settings throws a KeyRingError (or ConfigError) of one line, which stops
  * the start with the exit code of every other settings error.
  */
-export async function openKeyProvider(settings: Settings): Promise<KeyProvider> {
+export async function openKeyProvider(settings: Settings, options: { forRotation?: boolean } = {}): Promise<KeyProvider> {
   const provider = settings.signingProvider;
   const mode = settings.signingMode;
   switch (provider.kind) {
     case 'disk':
-      return KeyRing.open({ dataDir: settings.dataDir, mode });
+      // Rotating in hybrid mode is how a data dir of ed25519 mode gets its ML-DSA-65 key.
+      return KeyRing.open({ dataDir: settings.dataDir, mode, forRotation: options.forRotation });
     case 'env':
       return EnvKeyProvider.open({ mode, ed25519Pem: provider.ed25519Pem, mlDsa65Pem: provider.mlDsa65Pem });
     case 'pkcs11':

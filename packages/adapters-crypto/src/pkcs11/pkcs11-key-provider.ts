@@ -26,6 +26,7 @@ import {
   openModule,
   type Handle,
   type OpenedModule,
+  type Pkcs11js,
 } from './module.js';
 import { SessionPool } from './session-pool.js';
 
@@ -49,6 +50,17 @@ const LABEL_PREFIX = 'ets-signing ';
 const ED25519_EC_PARAMS = Buffer.from('06032b6570', 'hex');
 const ED25519_SIGNATURE_BYTES = 64;
 const SELF_CHECK = Buffer.from('ets signing key check', 'utf8');
+
+/**
+ * A signing key signs and does nothing else. Left out of the template, usages take the module's
+ * defaults, and SoftHSM2 (like many modules) lets a private key decrypt and unwrap too: a key
+ * that can be used for what it was not made for (an unwrap oracle, a decrypt oracle) is a key
+ * whose signatures prove less. Each usage is set false explicitly.
+ */
+const NO_OTHER_USE = {
+  private: (b: Pkcs11js) => [b.CKA_DECRYPT, b.CKA_UNWRAP, b.CKA_DERIVE, b.CKA_SIGN_RECOVER].map((type) => ({ type, value: false })),
+  public: (b: Pkcs11js) => [b.CKA_ENCRYPT, b.CKA_WRAP, b.CKA_DERIVE, b.CKA_VERIFY_RECOVER].map((type) => ({ type, value: false })),
+};
 
 interface TokenKey extends ProviderKey {
   /** CKA_ID shared by the public and the private object. */
@@ -209,6 +221,7 @@ export class Pkcs11KeyProvider implements KeyProvider {
         ...common,
         { type: binding.CKA_PRIVATE, value: false },
         { type: binding.CKA_VERIFY, value: true },
+        ...NO_OTHER_USE.public(binding),
         { type: binding.CKA_EC_PARAMS, value: ED25519_EC_PARAMS },
       ],
       [
@@ -216,6 +229,7 @@ export class Pkcs11KeyProvider implements KeyProvider {
         ...common,
         { type: binding.CKA_PRIVATE, value: true },
         { type: binding.CKA_SIGN, value: true },
+        ...NO_OTHER_USE.private(binding),
         // The private key never leaves the module, not even wrapped.
         { type: binding.CKA_SENSITIVE, value: true },
         { type: binding.CKA_EXTRACTABLE, value: false },

@@ -11,6 +11,7 @@ import {
   SecurityEvents,
   silentLogger,
   type AuthenticationAudit,
+  type Caller,
   type PolicyDocument,
   type ServiceProfile,
 } from '@ets/domain';
@@ -55,7 +56,7 @@ async function build(profile: ServiceProfile, options: { started?: boolean; simp
         signingMode: 'disk',
       }),
     ],
-    authenticate: bearerAuthentication({ directory: { authenticate: (k) => (k === 'good' ? { callerId: 'c1', allowedCapabilities: [], allowedPrincipalIds: [], allowedTenantIds: [] } : undefined) }, audit, onFailure }),
+    authenticate: bearerAuthentication({ directory: { authenticate: (k) => CALLERS[k] }, audit, onFailure }),
     simpleKeyAuthentication: simpleKeyAuthentication({ key: options.simpleKey, audit, onFailure }),
     limiters: {},
   });
@@ -63,6 +64,11 @@ async function build(profile: ServiceProfile, options: { started?: boolean; simp
 }
 
 const EXECUTE = { executionId: 'e1', policyId: 'p', policyVersion: '1', signals: { amount: 1 } };
+/** `good`: an agent; `human`: a USER key, who may decide overrides. */
+const CALLERS: Record<string, Caller | undefined> = {
+  good: { callerId: 'c1', allowedCapabilities: [], allowedPrincipalIds: [], allowedTenantIds: [] },
+  human: { callerId: 'h1', credentialHolderType: 'USER', allowedCapabilities: [], allowedPrincipalIds: [], allowedTenantIds: [] },
+};
 
 describe('profile-A routes', () => {
   it('mount /execute, /verify and /health only in an attestation profile', async () => {
@@ -70,18 +76,20 @@ describe('profile-A routes', () => {
     const shaped = ['post /execute', 'post /verify', 'get /health'];
     for (const s of shaped) expect(await paths('transaction')).not.toContain(s);
     for (const s of shaped) expect(await paths('attestation')).toContain(s);
-    expect((await build('attestation-simple')).routes.filter((r) => r.path !== '/health').every((r) => r.auth === 'simple-key')).toBe(true);
+    // A human decides an override with a USER key of the directory, in every profile.
+    expect((await build('attestation-simple')).routes.filter((r) => r.path !== '/health' && r.path !== '/override').every((r) => r.auth === 'simple-key')).toBe(true);
+    expect((await build('attestation-simple')).routes.find((r) => r.path === '/override')?.auth).toBe('key');
     expect((await build('attestation')).routes.filter((r) => r.path !== '/health').every((r) => r.auth === 'key')).toBe(true);
   });
 
   it('answer 503 "Runtime not configured" (no code) on every route that signs or checks the runtime, and /health says so', async () => {
     const { app } = await build('attestation', { started: false });
-    const post = (path: string, body: object) => request(app).post(path).set('authorization', 'Bearer good').send(body);
+    const post = (path: string, body: object) => request(app).post(path).set('authorization', path === '/override' ? 'Bearer human' : 'Bearer good').send(body);
     const expected = { error: 'Runtime not configured: the runtime is starting.' };
     for (const [path, body] of [
       ['/execute', EXECUTE],
       ['/verify', { executionId: 'x' }],
-      ['/override', { executionId: 'x', approved: true, approvedBy: 'a', approverRole: 'r', reason: 'x' }],
+      ['/override', { executionId: 'x', approved: true, approvedBy: 'h1', approverRole: 'r', reason: 'x' }],
       ['/confirm-execution', { attestation: { executionId: 'x' }, executedAction: { actionType: 't', actionId: 'i', actionTimestamp: '2026-01-01T00:00:00Z' } }],
     ] as const) {
       const res = await post(path, body);

@@ -29,8 +29,8 @@ export interface AttestationRoutesDeps {
 /**
  * Profile A (spec 4.2). `/execute`, `/verify` and `/health` are mounted in their profile-A shape
  * only when the process serves an attestation profile; the other routes exist in every profile
- * (CONTRACT "Profiles"). In `attestation-simple` every route here authenticates with SVC_API_KEY
- * (spec 5.5). Every answered call is recorded for the audit, except the dry runs (`/evaluate`,
+ * (CONTRACT "Profiles"). In `attestation-simple` every route here but `/override` authenticates with
+ * SVC_API_KEY (spec 5.5). Every answered call is recorded for the audit, except the dry runs (`/evaluate`,
  * `/simulate`: no side effect at all, not even the audit event of a successful authentication) and
  * `/health`.
  */
@@ -84,7 +84,9 @@ export const attestationRoutes = (d: AttestationRoutesDeps): RouteModule => (t) 
   t.post('/simulate', { auth, audit: false }, async (req, res) => {
     res.json(await d.service.simulate(req.body));
   });
-  t.post('/override', { auth }, recorded(async (req, res) => {
+  // A human decides, with their own key from the key directory, in every profile: the simple
+  // variant's one SVC_API_KEY caller is the requester, never a human (CONTRACT "Review rules, round 2").
+  t.post('/override', { auth: 'key' }, recorded(async (req, res) => {
     res.json(await d.overrides.resolve(callerOf(res), req.body));
   }));
   t.post('/confirm-execution', { auth }, recorded(async (req, res) => {

@@ -7,6 +7,7 @@ export interface PendingChangeRow {
   status: string;
   payload: string;
   proposer: string;
+  proposerStepUpKey: string | null;
   reason: string | null;
   createdAt: string;
   decider: string | null;
@@ -25,6 +26,7 @@ export const PendingChangeEntity = new EntitySchema<PendingChangeRow>({
     status: { name: 'status', type: 'varchar', length: 32 },
     payload: { name: 'payload', type: 'text' },
     proposer: { name: 'proposer', type: 'varchar', length: 256 },
+    proposerStepUpKey: { name: 'proposer_step_up_key', type: 'varchar', length: 64, nullable: true },
     reason: { name: 'reason', type: 'text', nullable: true },
     createdAt: { name: 'created_at', type: 'varchar', length: 32 },
     decider: { name: 'decider', type: 'varchar', length: 256, nullable: true },

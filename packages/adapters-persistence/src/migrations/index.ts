@@ -15,6 +15,7 @@ import { PendingItemNotices1763684900000 } from './0018-pending-item-notices.js'
 import { HeldTransactions1763685000000 } from './0019-held-transactions.js';
 import { ConsoleSessions1763685200000 } from './0020-console-sessions.js';
 import { McpServers1763685300000 } from './0021-mcp-servers.js';
+import { ProposerStepUpKey1763685400000 } from './0022-proposer-step-up-key.js';
 
 /** Every migration, in order. New features append here; an applied migration never changes. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   HeldTransactions1763685000000,
   ConsoleSessions1763685200000,
   McpServers1763685300000,
+  ProposerStepUpKey1763685400000,
 ];

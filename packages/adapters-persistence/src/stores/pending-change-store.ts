@@ -10,8 +10,8 @@ import { toPg } from './sql.js';
 import { storeTransaction } from './store-transaction.js';
 
 /** A pending change of the same (kind, subject) makes the partial unique index refuse it: nothing is inserted. */
-const CREATE = `INSERT INTO pending_changes (id, kind, subject, status, payload, proposer, reason, created_at, decider, decided_at, rejection_reason, applied_at)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
+const CREATE = `INSERT INTO pending_changes (id, kind, subject, status, payload, proposer, proposer_step_up_key, reason, created_at, decider, decided_at, rejection_reason, applied_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
 /** A nonce used before inserts nothing (on PostgreSQL a concurrent insert of it waits for the first to end, then inserts nothing). */
 const CONSUME_NONCE = 'INSERT INTO step_up_nonces (nonce, caller_id, change_id, used_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
 /**
@@ -36,6 +36,7 @@ function toChange(r: PendingChangeRow): PendingChange {
     payload: JSON.parse(r.payload) as unknown,
     status: r.status as ChangeStatus,
     proposer: r.proposer,
+    ...(r.proposerStepUpKey !== null ? { proposerStepUpKey: r.proposerStepUpKey } : {}),
     ...(r.reason !== null ? { reason: r.reason } : {}),
     createdAt: r.createdAt,
     ...(r.decider !== null ? { decider: r.decider } : {}),
@@ -73,6 +74,7 @@ export class TypeOrmPendingChangeStore implements PendingChangeStore {
         change.status,
         JSON.stringify(change.payload),
         change.proposer,
+        change.proposerStepUpKey ?? null,
         change.reason ?? null,
         change.createdAt,
         change.decider ?? null,

@@ -117,7 +117,9 @@ export interface paths {
         put?: never;
         /**
          * Resolve a pending override
-         * @description A human's decision on an execution attested as `pending_override`. Approved: the execution becomes `executed` and the answer carries the signed resolution with its new `execution_fingerprint`. Rejected: it becomes `rejected`. The move is a compare-and-set in the store: of simultaneous calls exactly one resolves it, the others get 409. Who may call it is whoever may call the profile-A routes; `decidedBy` records the caller beside `approvedBy`.
+         * @description A human's decision on an execution attested as `pending_override`. Approved: the execution becomes `executed` and the answer carries the signed resolution with its new `execution_fingerprint`. Rejected: it becomes `rejected`. The move is a compare-and-set in the store: of simultaneous calls exactly one resolves it, the others get 409.
+         *     Who decides: a `USER` key of the key directory (`ets keys add --holder USER`), in every profile (in attestation-simple too, where `SVC_API_KEY` does not open this route: its holder is the requester), and never the caller whose execution waits. `approvedBy` must be the deciding caller's own id, so the signed resolution names who decided (`approvedBy` = `decidedBy`). Otherwise 403 and nothing changes: `NON_HUMAN_CALLER_DENIED` for a key that is not `USER` (or with `SVC_AUTH_DISABLED`), `SELF_APPROVAL_DENIED` for the requesting caller itself or an `approvedBy` other than the caller's id.
+         *     Order of checks: the key (401, 403 `NON_HUMAN_CALLER_DENIED`), the body (400), `approvedBy` (403), the runtime (503), the execution (404), the requester (403), already resolved (409).
          */
         post: operations["resolveOverride"];
         delete?: never;
@@ -286,7 +288,7 @@ export interface paths {
          * Propose a business signal source change
          * @description Who: a `USER` key (the maker).
          *
-         *     `register` makes a source known under a `name` at an https `endpoint`, optionally with the Ed25519 public key its answers are signed with; `revoke` ends the active source of that name. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `name` (`^[a-z0-9][a-z0-9-]{0,63}$`); `endpoint` (the endpoint rules of external connectors: https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `publicKey` (an Ed25519 public key in SPKI PEM form; absent or null: the source is trusted by TLS alone and its Trusted Signals say `sourceProofVerified: false`); `reason` (at most 2000 characters); any other field. At most one source per name is active (a register for an active name, or a revoke with nothing active, is `409`), and at most one change per name is pending (`409`). The proposal is a signed governance audit event.
+         *     `register` makes a source known under a `name` at an https `endpoint`, optionally with the Ed25519 public key its answers are signed with; `revoke` ends the active source of that name. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `name` (`^[a-z0-9][a-z0-9-]{0,63}$`); `endpoint` (the endpoint rules of external connectors: https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, a port (when it names one) from 1 to 65535, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `publicKey` (an Ed25519 public key in SPKI PEM form; absent or null: the source is trusted by TLS alone and its Trusted Signals say `sourceProofVerified: false`); `reason` (at most 2000 characters); any other field. At most one source per name is active (a register for an active name, or a revoke with nothing active, is `409`), and at most one change per name is pending (`409`). The proposal is a signed governance audit event.
          */
         post: operations["proposeBusinessSignalSourceChange"];
         delete?: never;
@@ -372,7 +374,7 @@ export interface paths {
          * Propose an authority grant change
          * @description Who: a `USER` key (the maker).
          *
-         *     `grant` gives the agent `grantee` (a caller id) authority to have `action` decided, within `limits` per request, until `expiresAt`; `revoke` ends the grant `grantId`. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `grantee` (a caller id, at most 256 characters); `action` (`namespace:verb`); `limits` (at most 32, each `{path, min?, max?, oneOf?}` with `path` an intent path such as `intent.parameters.amount`, at least one of `min`, `max` (numbers, `min` ≤ `max`) and `oneOf` (1 to 100 strings, numbers or booleans)); `expiresAt` (a real RFC 3339 date-time in the future; stored as UTC); `grantId` (revoke); `reason`; any other field. Nobody grants authority to themselves: a proposal whose `grantee` is the proposer is `403 SELF_GRANT_DENIED`, and so is an approval by the grantee. A revoke of a grant that is unknown or already revoked is `409`; at most one revoke per grant is pending (`409`).
+         *     `grant` gives the agent `grantee` (a caller id) authority to have `action` decided, within `limits` per request, until `expiresAt`; `revoke` ends the grant `grantId`. Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `grantee` (a caller id: 1 to 256 visible ASCII characters, `CallerId`); `grantId` (revoke: a lower-case UUID, `ChangeId`); `action` (`namespace:verb`); `limits` (at most 32, each `{path, min?, max?, oneOf?}` with `path` an intent path such as `intent.parameters.amount`, at least one of `min`, `max` (numbers, `min` ≤ `max`) and `oneOf` (1 to 100 strings, numbers or booleans)); `expiresAt` (a real RFC 3339 date-time in the future, at most `SVC_GRANT_MAX_DAYS` days ahead, default 366; stored as UTC); `reason`; any other field. Nobody grants authority to themselves: a proposal whose `grantee` is the proposer is `403 SELF_GRANT_DENIED`, and so is an approval by the grantee. A revoke of a grant that is unknown or already revoked is `409`; at most one revoke per grant is pending (`409`).
          */
         post: operations["proposeAuthorityGrantChange"];
         delete?: never;
@@ -520,7 +522,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * This browser's console session, with its CSRF token
+         * This browser's console session and CSRF token
          * @description For a page loaded again (reload, new tab): the caller, CSRF token and idle expiry of the session whose cookie the request sends. Another site cannot read it (same-origin policy; the cookie is `SameSite=Strict`). Public, so that asking without a session is no failed authentication; a cookie that names no live session (expired, signed out, made up) is one: audited, counted against the address's failed-authentication limit, answered `401`, and the cookie is cleared.
          */
         get: operations["getConsoleSession"];
@@ -817,7 +819,7 @@ export interface paths {
          * Propose an external connector change
          * @description Who: a `USER` key (the maker).
          *
-         *     `register` binds a capability to an https endpoint; `revoke` ends the capability's active registration. Nothing takes effect until a different human approves it with a step-up envelope. Every endpoint rule is checked now, and a broken one is `400` with a message that starts with the field's name: `kind`; `capability` (`namespace:verb`, at most 128 characters, not in a reserved namespace: `sandbox`, `test`, every built-in connector's, and every namespace starting with `mcp-`, which are the MCP servers'); `reason` (at most 2000 characters); `endpoint` (normalised by URL parsing, https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, a port from 1 to 65535, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `policyName`; `forwardedParameters` (names of at most 64 characters, no repeats); `timeoutMs` (1000 to 30000, default 10000); any other field. At most one registration per capability is active (a register for an active capability, or a revoke with nothing active, is `409`), and at most one change per capability is pending (`409`). The proposal is a signed governance audit event.
+         *     `register` binds a capability to an https endpoint; `revoke` ends the capability's active registration. Nothing takes effect until a different human approves it with a step-up envelope. Every endpoint rule is checked now, and a broken one is `400` with a message that starts with the field's name: `kind`; `capability` (`namespace:verb`, at most 128 characters, not in a reserved namespace: `sandbox`, `test`, every built-in connector's, and every namespace starting with `mcp-`, which are the MCP servers'); `reason` (at most 2000 characters); `endpoint` (normalised by URL parsing, https, a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, a port (when it names one) from 1 to 65535, and its name must resolve now, only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`); `policyName`; `forwardedParameters` (names of at most 64 characters, no repeats); `timeoutMs` (1000 to 30000, default 10000); any other field. At most one registration per capability is active (a register for an active capability, or a revoke with nothing active, is `409`), and at most one change per capability is pending (`409`). The proposal is a signed governance audit event.
          */
         post: operations["proposeExternalConnectorChange"];
         delete?: never;
@@ -962,7 +964,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * One MCP JSON-RPC message (Streamable HTTP, stateless)
+         * One MCP JSON-RPC message (Streamable HTTP)
          * @description The MCP endpoint, served by the official TypeScript SDK's Streamable HTTP transport (the protocol versions of that SDK: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05). The body is one JSON-RPC message: `initialize`, `notifications/initialized`, `ping`, `tools/list`, `tools/call`.
          *
          *     Before any MCP: the bearer key (`401`), then the `Origin` header (a browser's request whose origin is not in `SVC_MCP_ALLOWED_ORIGINS` is `403`: DNS rebinding), then the body rules of every route (strict JSON, `SVC_BODY_LIMIT`; their error envelope); each `tools/call` in the message counts against the caller's execute rate limit (`RATE_LIMIT_EXECUTE_PER_MINUTE`, like `POST /execute`; not counted with `SVC_AUTH_DISABLED`). Every request is an authentication audit event.
@@ -992,7 +994,7 @@ export interface paths {
         get: operations["listMcpServerChanges"];
         put?: never;
         /**
-         * Propose registering or revoking an upstream MCP server (maker; USER key)
+         * Propose an MCP server change (maker)
          * @description `register` makes an upstream server's tools available through `/mcp`; `revoke` ends the server's active registration (its calls are refused from then on, and its session, or process, is closed). Nothing takes effect until a different human approves it with a step-up envelope. A broken rule is `400` with a message that starts with the field's name: `kind`; `name` (1 to 40 lowercase letters, digits or hyphens, starting with a letter, `^[a-z][a-z0-9-]{0,39}$`, and no doubled or trailing hyphen, since `mcp-<name>` is the namespace of its capabilities); `url` or `stdio`, exactly one: `url` is an https URL with every rule of an external connector's endpoint (a host name with a domain, no IP literal in any spelling, no localhost, no user name, password or fragment, a port from 1 to 65535, resolving now only to public addresses or ranges of `SVC_EGRESS_ALLOW_CIDRS`), `stdio` is the name of a server in the operator's `SVC_MCP_STDIO_SERVERS` file (a body never carries a command); `policyName` (the policy that decides the calls; the version in effect at each call); `tools` (`["*"]`, or up to 500 tool names the gateway offers); `timeoutMs` (1000 to 30000, default 10000: the deadline of a `tools/call` and of a `tools/list`); `reason` (at most 2000 characters); any other field. At most one server per name is active (`409`), and at most one change per name is pending (`409`).
          */
         post: operations["proposeMcpServerChange"];
@@ -1012,7 +1014,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve an MCP server change (checker; USER key with a step-up key)
+         * Approve an MCP server change (checker)
          * @description The body is a step-up envelope naming the change (`ets step-up sign --change ID --action approve`). The change takes effect at once: a register makes the server's tools available (its `registrationId` is the change id), a revoke ends it. The same checks and refusals as every governed change; of two simultaneous approvals exactly one succeeds.
          */
         post: operations["approveMcpServerChange"];
@@ -1032,7 +1034,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject an MCP server change (checker; USER key with a step-up key)
+         * Reject an MCP server change (checker)
          * @description The body is a step-up envelope with `payload.action: reject` and a required `payload.reason`, recorded as `rejectionReason`. Nothing is registered or revoked.
          */
         post: operations["rejectMcpServerChange"];
@@ -1152,7 +1154,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Approve a held transaction (USER key with a step-up key)
+         * Approve a held transaction (a human)
          * @description The body is a signed approval naming this transaction (the `authorization.approval` object of `POST /execute`): `approverId` is the caller who sends it, signed with the caller's step-up key, scoped as the policy's `approvalScope` says, carrying `signalsHash` (see `GET /overrides/{id}`), at most 15 minutes from expiry, accepted once. Neither the requesting caller nor its principal may approve.
          *
          *     The held transaction is then released exactly once, through the same steps as `POST /execute` from the decision on: the policy version it was decided by is checked again, the approval and the signed Execution Intent are stored in one durable commit before anything is released, the sourced facts and the authority grant are re-checked, the connector is called, and the signed Trust Record (carrying the approval in `override`) is stored. The answer is what `POST /execute` would have answered; `GET /transactions/{id}` shows the outcome. Of concurrent approvals one wins, the others get `409`.
@@ -1174,7 +1176,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Reject a held transaction (USER key with a step-up key)
+         * Reject a held transaction (a human)
          * @description The body is a step-up envelope whose payload names this transaction in `businessTransactionId`, with `action: reject` and a `reason` (make one with `ets overrides reject` or the console). Nothing is released; a signed Refusal Record with `matchedRuleId: override-rejected` is stored (`Link` says where), and the transaction is `REJECTED`.
          */
         post: operations["rejectHeldTransaction"];
@@ -1274,7 +1276,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Replay a pending policy change over the latest recorded decisions (USER key)
+         * Impact preview of a pending policy change
          * @description The proposed version is replayed over the latest `limit` recorded decisions of its policy name (any version; newest first, by decision time): each decision's stored input (the signals the policy decided on, with every sourced signal as its source answered it, and the intent's action and parameters) is evaluated again by the proposed document, exactly as `POST /execute` evaluates it. The counts are exact.
          *
          *     - `action` is what a caller gets: `approve`, `reject`, or `requires_override` (an approval released only after a human override).
@@ -1312,7 +1314,7 @@ export interface paths {
          *
          *     The body is a step-up envelope signed with the checker's own Ed25519 step-up key (`ets step-up sign --action approve`). The change moves from `PENDING_APPROVAL` to `APPROVED` and the version is published at once; it is then the version in effect of its name. Of two simultaneous approvals (even on two instances sharing PostgreSQL) exactly one succeeds; the other is `409`. The request that records the approval holds the right to publish it; every other request gets `409`, including the same approver's while it is still publishing (exactly one `200`, one audit event). If publishing fails after the approval was recorded (the change is `APPROVED` without `appliedAt`), that request gives the right back, and the same approver's retry with a new envelope completes it (`200`); anyone else gets `409`. Should the publishing process stop, its right lapses after 60 seconds, and the approver's retry completes it then.
          *
-         *     Checks, in order: USER key with a registered step-up key (else `403 NON_HUMAN_CALLER_DENIED`); envelope shape, and `payload.expiresAt` a real RFC 3339 date-time at most 15 minutes ahead (`400`); signature over the RFC 8785 canonical JSON of `payload` against the caller's registered key, `payload.pendingPolicyChangeId` = `{id}`, `payload.action` = `approve`, `payload.callerId` (when present) = the caller (`403 STEP_UP_INVALID`); `payload.expiresAt` not passed (`403 STEP_UP_EXPIRED`); the change exists (`404`); the caller is not the proposer (`403 SELF_APPROVAL_DENIED`); the change is pending (`409`, no code); the nonce was never used before, by any envelope for any change (`409 STEP_UP_NONCE_REUSED`). The decision is a signed governance audit event.
+         *     Checks, in order: USER key with a registered step-up key (else `403 NON_HUMAN_CALLER_DENIED`); envelope shape, and `payload.expiresAt` a real RFC 3339 date-time at most 15 minutes ahead (`400`); signature over the RFC 8785 canonical JSON of `payload` against the caller's registered key, `payload.pendingPolicyChangeId` = `{id}`, `payload.action` = `approve`, `payload.callerId` (when present) = the caller (`403 STEP_UP_INVALID`); `payload.expiresAt` not passed (`403 STEP_UP_EXPIRED`); the change exists (`404`); the caller is not the proposer, and its step-up key is neither the one the proposer proposed with nor one the proposer holds now (`403 SELF_APPROVAL_DENIED`); the change is pending (`409`, no code); the nonce was never used before, by any envelope for any change (`409 STEP_UP_NONCE_REUSED`). The decision is a signed governance audit event.
          */
         post: operations["approvePolicyChange"];
         delete?: never;
@@ -1655,7 +1657,8 @@ export interface components {
     schemas: {
         /** @description A policy document: `name`, `policyVersion`, `signalsSchema` (each signal `boolean`, `number` or `string`), `rules` (tried in order; `when` is a CEL expression over `signals` and `intent`), optional `default`, `requireAuthorityGrant`, `signalSources`, `boundSignals`, `approvalScope`, `description`. `contentHash` is the SHA-256 of its RFC 8785 canonical form. `ets policy validate FILE` runs the same checks. */
         PolicyDocument: {
-            name: string;
+            name: components["schemas"]["PolicyName"];
+            /** @description A new version must be a `PolicyVersion` (visible ASCII); versions published before that rule may hold other characters. */
             policyVersion: string;
             description?: string;
             signalsSchema: {
@@ -1683,7 +1686,7 @@ export interface components {
             /** @description Declared signal → the registered business signal source that owns its value, the `fact` it is asked for, and the `subject`: a path into the request whose value says what the fact is about. The service asks the source, refuses as `SOURCE_UNAVAILABLE` when it cannot be asked or trusted and as `source-mismatch` when the caller sent another value, and decides on the source's value. */
             signalSources?: {
                 [key: string]: {
-                    source: string;
+                    source: components["schemas"]["SourceName"];
                     fact: string;
                     subject: string;
                 };
@@ -1873,6 +1876,18 @@ export interface components {
         };
         /** @description Lowercase hex SHA-256. */
         Sha256Hex: string;
+        /** @description A policy name: 1 to 128 lowercase letters, digits or hyphens, starting with a letter or digit. */
+        PolicyName: string;
+        /** @description A policy version proposed from now on: 1 to 64 ASCII letters, digits, dots, hyphens, underscores or plus signs, starting with a letter or digit (`1.0.0`, `2024.06.1-rc.1+build_7`, `v3`). `1.0.0 ` or `1.0.0` with an invisible character is 400. A version published before this rule keeps deciding. */
+        PolicyVersion: string;
+        /** @description A capability (an action) `namespace:verb`: lowercase letters and digits, parts joined by `-` or `_`, at most 128 characters. */
+        Capability: string;
+        /** @description A business signal source name: 1 to 64 lowercase letters, digits or hyphens, starting with a letter or digit. */
+        SourceName: string;
+        /** @description A caller id (the owner of an API key, a grantee): 1 to 256 visible ASCII characters, no space; `ets keys add` and the start refuse any other. */
+        CallerId: string;
+        /** @description The id of a change, grant or registration: a lower-case UUID, as the service makes them. */
+        ChangeId: string;
         /** @description One release of the action to a connector, linked into the deployment's execution chain (see "Hashes and the execution chain" above). */
         ExecutionEntry: {
             executionId: string;
@@ -2294,10 +2309,11 @@ export interface components {
             /** @enum {string} */
             status: "executed" | "rejected";
             approved: boolean;
+            /** @description Who decided: the deciding caller's id (resolutions signed before the rule of review round 2 may hold free text). */
             approvedBy: string;
             approverRole: string;
             reason: string;
-            /** @description The authenticated caller that submitted the override. */
+            /** @description The authenticated caller that decided the override: a `USER` key other than the requester's. */
             decidedBy: string;
             /** @description The attestation's `execution_fingerprint`. */
             previousFingerprint: components["schemas"]["Hash"];
@@ -2356,7 +2372,7 @@ export interface components {
             /** @enum {string} */
             kind: "register" | "revoke";
             /** @description What policies call it in `signalSources.<signal>.source`. */
-            name: string;
+            name: components["schemas"]["SourceName"];
             /**
              * Format: uri
              * @description Register only, required: the https URL the service asks (`POST`).
@@ -2420,17 +2436,17 @@ export interface components {
             /** @enum {string} */
             kind: "grant" | "revoke";
             /** @description Grant: the caller id of the agent; never the proposer or the approver. */
-            grantee?: string;
+            grantee?: components["schemas"]["CallerId"];
             /** @description Grant: the capability `namespace:verb`. */
-            action?: string;
+            action?: components["schemas"]["Capability"];
             limits?: components["schemas"]["GrantLimit"][];
             /**
              * Format: date-time
-             * @description Grant: in the future.
+             * @description Grant: in the future, at most `SVC_GRANT_MAX_DAYS` (default 366) days ahead.
              */
             expiresAt?: string;
             /** @description Revoke: the grant to end. */
-            grantId?: string;
+            grantId?: components["schemas"]["ChangeId"];
             reason?: string;
         };
         AuthorityGrantChange: {
@@ -2537,7 +2553,10 @@ export interface components {
                 scope: components["schemas"]["ApprovalScope"];
                 /** @description SHA-256 hex of the RFC 8785 canonical JSON of the request's `signals` (`{}` when none). */
                 signalsHash: string;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description In the future, and at most 15 minutes ahead of the server's clock (like a step-up envelope); otherwise `403 APPROVAL_INVALID` saying which.
+                 */
                 expiresAt: string;
                 nonce: string;
             };
@@ -2601,7 +2620,7 @@ export interface components {
         ExternalConnectorProposal: {
             /** @enum {string} */
             kind: "register" | "revoke";
-            capability: string;
+            capability: components["schemas"]["Capability"];
             reason?: string;
             /**
              * Format: uri
@@ -2609,7 +2628,7 @@ export interface components {
              */
             endpoint?: string;
             /** @description Register only, required: the policy a request for this capability must name; which version is in effect is decided by policy governance. */
-            policyName?: string;
+            policyName?: components["schemas"]["PolicyName"];
             /** @description Register only, required: the only intent parameters sent to the endpoint (empty: none). */
             forwardedParameters?: string[];
             /**
@@ -2978,7 +2997,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `NON_HUMAN_CALLER_DENIED`: not a USER key, or no step-up key registered for it. `STEP_UP_INVALID`: the signature does not verify against the caller's step-up key, or the envelope names another change, another action or another caller. `STEP_UP_EXPIRED`: `payload.expiresAt` has passed. `SELF_APPROVAL_DENIED`: the caller proposed this change. */
+        /** @description `NON_HUMAN_CALLER_DENIED`: not a USER key, or no step-up key registered for it. `STEP_UP_INVALID`: the signature does not verify against the caller's step-up key, or the envelope names another change, another action or another caller. `STEP_UP_EXPIRED`: `payload.expiresAt` has passed. `SELF_APPROVAL_DENIED`: the caller proposed this change, or its step-up key is the one the proposer proposed with or holds now (one step-up key is one person, compared as keys). */
         StepUpForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -3034,7 +3053,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `AUDIT_UNAVAILABLE`: the audit event of this authentication could not be stored, so the request was not processed. `STORAGE_UNAVAILABLE`: no database connection could be had in time (every pooled connection busy for 5 s, or the database not answering); try again later. */
+        /** @description `AUDIT_UNAVAILABLE`: the audit event of this authentication could not be stored, so the request was not processed. `STORAGE_UNAVAILABLE`: no database connection could be had in time (every pooled connection busy for 5 s, or the database not answering); try again later. No code, `The service is starting; try again in a moment.` with `Retry-After: 1`: the request came between the moment the service took its port and the moment it was ready (migrations, signing keys); nothing was read or written for it. */
         Unavailable: {
             headers: {
                 [name: string]: unknown;
@@ -3043,7 +3062,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `{"error":"Storage is unavailable: no database connection could be had in time. Try again later.","code":"STORAGE_UNAVAILABLE"}`: every pooled database connection was busy for 5 s, or the database is not answering. */
+        /** @description `{"error":"Storage is unavailable: no database connection could be had in time. Try again later.","code":"STORAGE_UNAVAILABLE"}`: every pooled database connection was busy for 5 s, or the database is not answering. `{"error":"The service is starting; try again in a moment."}` with `Retry-After: 1`: the service has taken its port and is not ready yet. */
         StorageUnavailable: {
             headers: {
                 [name: string]: unknown;
@@ -3463,6 +3482,7 @@ export interface operations {
                     /** @description The attestation's `executionId`. */
                     executionId: string;
                     approved: boolean;
+                    /** @description The deciding caller's own id (else 403 `SELF_APPROVAL_DENIED`). */
                     approvedBy: string;
                     approverRole: string;
                     reason: string;
@@ -3491,7 +3511,15 @@ export interface operations {
             };
             400: components["responses"]["AttestationBadRequest"];
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["CsrfRefused"];
+            /** @description `NON_HUMAN_CALLER_DENIED`: the key is not a `USER` key. `SELF_APPROVAL_DENIED`: the caller is the one whose execution waits, or `approvedBy` is not its own caller id. Nothing is changed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `No pending override for this executionId.` (no code): no such execution, or it never needed an override. */
             404: {
                 headers: {
@@ -6336,16 +6364,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: string;
+                name: components["schemas"]["PolicyName"];
                 /** @description The version replaced, or the proposed version for a first one. */
-                version: string;
+                version: components["schemas"]["PolicyVersion"];
             };
             cookie?: never;
         };
         requestBody: {
             content: {
                 "application/json": {
-                    proposedContent: components["schemas"]["PolicyDocument"];
+                    proposedContent: components["schemas"]["PolicyDocument"] & {
+                        policyVersion?: components["schemas"]["PolicyVersion"];
+                    };
                     /** @description Why, from the proposer (optional). */
                     reason?: string;
                 };
@@ -6361,7 +6391,7 @@ export interface operations {
                     "application/json": components["schemas"]["PolicyChange"];
                 };
             };
-            /** @description No code: a dot-only (`.` or `..`) name, version or `proposedContent.policyVersion`; a name not matching the pattern; no `proposedContent`; `proposedContent.name` other than `{name}`; a document that does not validate (the message lists each error); a `reason` that is not a string or is over 2000 characters; a body that is not JSON. */
+            /** @description No code: a dot-only (`.` or `..`) name, version or `proposedContent.policyVersion`; a name or version (`{name}`, `{version}`, `proposedContent.policyVersion`) not matching its pattern (`PolicyName`, `PolicyVersion`: visible ASCII, so `1.0.0 ` or `1.0.0` with an invisible character is refused); no `proposedContent`; `proposedContent.name` other than `{name}`; a document that does not validate (the message lists each error); a `reason` that is not a string or is over 2000 characters; a body that is not JSON. */
             400: {
                 headers: {
                     [name: string]: unknown;

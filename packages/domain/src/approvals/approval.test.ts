@@ -38,7 +38,7 @@ function checker(over: Partial<ApprovalCheckDeps> = {}) {
   const verified: string[] = [];
   const deps: ApprovalCheckDeps = {
     approvers: { stepUpKeysOf: (id) => (id === 'bob' ? ['BOB-KEY'] : []) },
-    verifier: { verify: (pem) => (verified.push(pem), true) } satisfies StepUpSignatureVerifier,
+    verifier: { verify: (pem) => (verified.push(pem), true), publicKeyOf: (pem) => pem } satisfies StepUpSignatureVerifier,
     used: { consume: async (scope, id) => !used.has(`${scope}:${id}`) && !!used.add(`${scope}:${id}`) } satisfies SingleUseLedger,
     hasher: { contentHash: () => 'hash-of-{}', canonicalize: (v) => JSON.stringify(v) },
     clock: { now: () => NOW },

@@ -6,15 +6,18 @@
  * published demo approver may approve sandbox actions, and nothing else.
  *
  * Every refusal is 403 APPROVAL_INVALID and stores nothing: the transaction can be sent again
- * with a valid approval.
+ * with a valid approval. An approval expires at most 15 minutes ahead of the server's clock, like a
+ * step-up envelope (review round 2: one valid until 2099 was a standing permission).
  */
 import { namespaceOf } from '../execution/connectors.js';
 import type { BusinessTransaction } from '../execution/records.js';
+import type { Caller } from '../identity/caller.js';
+import type { ApproverDirectory } from '../ports/callers.js';
 import type { Clock } from '../ports/clock.js';
 import type { Hasher, StepUpSignatureVerifier } from '../ports/crypto.js';
 import type { SingleUseLedger } from '../ports/single-use.js';
 import type { ApprovalScope } from '../policy/document.js';
-import { NONCE_PATTERN } from '../governance/step-up.js';
+import { NONCE_PATTERN, STEP_UP_MAX_VALIDITY_MS } from '../governance/step-up.js';
 import { DomainError } from '../shared/errors.js';
 import { isPlainObject } from '../shared/guards.js';
 import { valueAtPath } from '../shared/request-paths.js';
@@ -50,11 +53,6 @@ export interface SignedApproval {
   payload: ApprovalPayload;
   /** Base64 Ed25519 over the canonical payload. */
   signature: string;
-}
-
-/** The step-up keys of the callers who may approve: USER keys with a registered step-up key. */
-export interface ApproverDirectory {
-  stepUpKeysOf(callerId: string): readonly string[];
 }
 
 export interface ApprovalCheckDeps {
@@ -102,7 +100,7 @@ export function readApproval(raw: unknown): SignedApproval {
 
 /**
  * Checks an approval against the request it comes with and accepts it (once). Order: shape,
- * binding (transaction, action), expiry, not self-approved, the scope (rule 4), the signals hash
+ * binding (transaction, action), expiry (passed, or more than 15 minutes ahead), not self-approved, the scope (rule 4), the signals hash
  * (rule 5), the signature, then the single use.
  */
 export class ApprovalChecker {
@@ -121,6 +119,10 @@ export class ApprovalChecker {
     if (expiresAt === undefined) throw refused('payload.expiresAt must be an RFC 3339 date-time');
     const now = this.d.clock.now();
     if (expiresAt <= now.getTime()) throw refused('it has expired');
+    // A fresh, explicit decision, not a standing permission: no longer-lived than a step-up envelope.
+    if (expiresAt > now.getTime() + STEP_UP_MAX_VALIDITY_MS) {
+      throw refused(`it expires more than ${STEP_UP_MAX_VALIDITY_MS / 60_000} minutes ahead of the server's clock (now ${now.toISOString()}); sign one that expires sooner`);
+    }
     if (payload.approverId === requesterId || payload.approverId === tx.authority.principalId) throw refused('the requester cannot approve its own request');
     if (request.approverId !== undefined && payload.approverId !== request.approverId) throw refused('its approverId is not the caller who sends it');
     this.checkScope(payload.scope, tx, request.approvalScope);

@@ -3,7 +3,8 @@
  * T"): the demo approver signs an approval of a sandbox action, valid 5 minutes, accepted once, so
  * that the override flow can be tried without a second human.
  */
-import { checkTransactionId, isCapability } from '../execution/transaction-request.js';
+import { checkTransactionId } from '../execution/transaction-request.js';
+import { isCapability } from '../shared/names.js';
 import { namespaceOf } from '../execution/connectors.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { Hasher } from '../ports/crypto.js';

@@ -249,7 +249,7 @@ describe('the runtime', () => {
     expect(h.runtime.selfCheck()).toBe(false);
     await expectError(h.full.execute(caller(), body({ amount: 1 })), 'unavailable', /^Runtime not configured: the built code of apps\/server is missing/);
     await expectError(h.verifier.verify(caller(), {}), 'unavailable', /^Runtime not configured/);
-    await expectError(h.overrides.resolve(caller(), { executionId: 'x', approved: true, approvedBy: 'a', approverRole: 'r', reason: 'x' }), 'unavailable', /^Runtime not configured/);
+    await expectError(h.overrides.resolve(caller('ops', 'USER'), { executionId: 'x', approved: true, approvedBy: 'ops', approverRole: 'r', reason: 'x' }), 'unavailable', /^Runtime not configured/);
     const fresh = new AttestationRuntime({ store: h.store, signer: h.keys.signer, verifier: h.keys.verifier, hasher, clock: h.clock, profile: 'attestation', trustRootVersion: 't', signerKeyId: 'k1' });
     expect(() => fresh.require()).toThrow('Runtime not configured: the runtime is starting.');
     // The dry runs still answer; simulate says it would not sign.
@@ -391,23 +391,44 @@ describe('POST /verify', () => {
 describe('POST /override', () => {
   it('is a state machine: 404 without a pending override, approved once, then 409', async () => {
     const h = await harness();
-    const req = (executionId: string, approved = true) => ({ executionId, approved, approvedBy: 'ann', approverRole: 'risk', reason: 'checked' });
-    await expectError(h.overrides.resolve(caller(), req('nope')), 'not_found', /^No pending override/);
+    const req = (executionId: string, approved = true, approvedBy = 'ops') => ({ executionId, approved, approvedBy, approverRole: 'risk', reason: 'checked' });
+    const ops = caller('ops', 'USER');
+    await expectError(h.overrides.resolve(ops, req('nope')), 'not_found', /^No pending override/);
     const completed = attestationOf(await h.full.execute(caller(), body({ amount: 1 })));
-    await expectError(h.overrides.resolve(caller(), req(completed.executionId)), 'not_found', /^No pending override/);
+    await expectError(h.overrides.resolve(ops, req(completed.executionId)), 'not_found', /^No pending override/);
 
     const pending = attestationOf(await h.full.execute(caller(), body({ amount: 20000 })));
-    const res = await h.overrides.resolve(caller('ops'), req(pending.executionId));
+    const res = await h.overrides.resolve(ops, req(pending.executionId));
     if (res.status !== 'approved') throw new Error('expected approved');
-    expect(res.resolution).toMatchObject({ status: 'executed', executionId: pending.executionId, previousFingerprint: pending.execution_fingerprint, decidedBy: 'ops', keyId: 'k1' });
+    expect(res.resolution).toMatchObject({ status: 'executed', executionId: pending.executionId, previousFingerprint: pending.execution_fingerprint, approvedBy: 'ops', decidedBy: 'ops', keyId: 'k1' });
     expect(h.keys.verifier.verify(res.resolution).valid).toBe(true);
     expect((await h.store.getDecision(pending.executionId))!.execution_state).toBe('executed');
-    await expectError(h.overrides.resolve(caller(), req(pending.executionId, false)), 'conflict', /already resolved/);
+    await expectError(h.overrides.resolve(ops, req(pending.executionId, false)), 'conflict', /already resolved/);
     expect(h.store.securityEvents.map((e) => e.kind)).toEqual(['override_conflict']);
 
     const other = attestationOf(await h.full.execute(caller(), body({ amount: 30000 })));
-    expect(await h.overrides.resolve(caller(), req(other.executionId, false))).toEqual({ status: 'rejected', executionId: other.executionId });
+    expect(await h.overrides.resolve(ops, req(other.executionId, false))).toEqual({ status: 'rejected', executionId: other.executionId });
     expect((await h.store.getDecision(other.executionId))!.execution_state).toBe('rejected');
+  });
+
+  it('is decided by a USER key other than the requester, in its own name; anything else is 403 and changes nothing', async () => {
+    const h = await harness();
+    const pending = attestationOf(await h.full.execute(caller('agent-1'), body({ amount: 20000 })));
+    const own = attestationOf(await h.full.execute(caller('ann', 'USER'), body({ amount: 20001 })));
+    const req = (executionId: string, approvedBy: string) => ({ executionId, approved: true, approvedBy, approverRole: 'risk', reason: 'checked' });
+    const denied = async (who: Caller, r: unknown, code: string) => {
+      const e = await h.overrides.resolve(who, r).then(() => undefined, (x: unknown) => x);
+      expect(e).toMatchObject({ kind: 'forbidden', code });
+    };
+    await denied(caller('agent-1'), req(pending.executionId, 'bob'), 'NON_HUMAN_CALLER_DENIED');
+    await denied(caller('agent-2', 'SERVICE'), req(pending.executionId, 'agent-2'), 'NON_HUMAN_CALLER_DENIED');
+    // The human check comes before the body is read: an agent learns nothing from a malformed one.
+    await denied(caller('agent-1'), {}, 'NON_HUMAN_CALLER_DENIED');
+    await denied(caller('ops', 'USER'), req(pending.executionId, 'bob'), 'SELF_APPROVAL_DENIED');
+    await denied(caller('ann', 'USER'), req(own.executionId, 'ann'), 'SELF_APPROVAL_DENIED');
+    expect((await h.store.getDecision(pending.executionId))!.execution_state).toBe('pending_override');
+    expect((await h.store.getDecision(own.executionId))!.execution_state).toBe('pending_override');
+    expect(await h.overrides.resolve(caller('ops', 'USER'), { ...req(own.executionId, 'ops'), approved: false })).toEqual({ status: 'rejected', executionId: own.executionId });
   });
 });
 
@@ -439,7 +460,7 @@ describe('POST /confirm-execution', () => {
     expect((await confirm(blocked, blocked.issuedAt)).reasons).toEqual(['execution_state: the execution is blocked, not authorized']);
     expect((await confirm(pending, pending.issuedAt)).reasons).toEqual(['execution_state: the execution is pending_override, not authorized']);
     h.clock.t += 3600_000;
-    await h.overrides.resolve(caller(), { executionId: pending.executionId, approved: true, approvedBy: 'a', approverRole: 'r', reason: 'x' });
+    await h.overrides.resolve(caller('ops', 'USER'), { executionId: pending.executionId, approved: true, approvedBy: 'ops', approverRole: 'r', reason: 'x' });
     expect(await confirm(pending, new Date(h.clock.t + 5000).toISOString())).toMatchObject({ matched: true, withinTimeWindow: true });
   });
 });

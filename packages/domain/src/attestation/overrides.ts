@@ -1,5 +1,5 @@
-import { DomainError } from '../shared/errors.js';
-import type { Caller } from '../identity/caller.js';
+import { DomainError, forbidden } from '../shared/errors.js';
+import { isVerifiedHuman, type Caller } from '../identity/caller.js';
 import type { IdGenerator } from '../ports/clock.js';
 import type { Signer } from '../ports/crypto.js';
 import { resolutionFingerprintOf } from './identity.js';
@@ -27,15 +27,26 @@ export const OVERRIDE_ALREADY_RESOLVED = 'The override of this execution was alr
  * `pending_override`. Approved moves it to `executed` and answers the signed resolution with the
  * new `execution_fingerprint`; rejected moves it to `rejected`. The move is a compare-and-set in
  * the store, so of simultaneous calls exactly one resolves it and the others get 409.
+ *
+ * Who decides (CONTRACT "Review rules, round 2"): a `USER` key, never the caller whose execution
+ * waits (an agent must not release its own held action, whatever name it writes), and in its own
+ * name: `approvedBy` is the caller's id, so the signed resolution names who really decided.
  */
 export class OverrideService {
   constructor(private readonly d: OverrideServiceDeps) {}
 
   async resolve(caller: Caller, body: unknown): Promise<OverrideResult> {
+    requireHumanDecider(caller);
     const req = parseOverrideRequest(body);
+    if (req.approvedBy !== caller.callerId) {
+      throw forbidden(`approvedBy must be your own caller id ('${caller.callerId}'): an override is decided in the name of the key that sends it.`, 'SELF_APPROVAL_DENIED');
+    }
     this.d.runtime.require();
     const decision = await this.d.store.getDecision(req.executionId);
     if (!decision || decision.attestation.execution_state !== 'pending_override') throw new DomainError('not_found', NO_PENDING_OVERRIDE);
+    if (decision.attestation.callerId === caller.callerId) {
+      throw forbidden('The caller whose execution waits for the override cannot decide it; another human must.', 'SELF_APPROVAL_DENIED');
+    }
     if (decision.execution_state !== 'pending_override') throw await this.conflict(caller, req.executionId);
 
     const unsigned: OverrideResolution = {
@@ -63,5 +74,12 @@ export class OverrideService {
   private async conflict(caller: Caller, executionId: string): Promise<DomainError> {
     await this.d.security.record('override_conflict', { callerId: caller.callerId, operation: 'override', executionId, detail: 'an override of an execution that was already resolved' });
     return new DomainError('conflict', OVERRIDE_ALREADY_RESOLVED);
+  }
+}
+
+/** Only a verified human (a `USER` key) decides an override. */
+function requireHumanDecider(caller: Caller): void {
+  if (!isVerifiedHuman(caller)) {
+    throw forbidden('Only a verified human (a USER key) may decide an override.', 'NON_HUMAN_CALLER_DENIED');
   }
 }

@@ -22,6 +22,8 @@ import {
 
 export interface AuthorityGrantGovernanceDeps extends GovernedKindDeps {
   grants: AuthorityGrantStore;
+  /** How many days ahead a grant may expire (SVC_GRANT_MAX_DAYS). */
+  maxGrantDays: number;
 }
 
 const selfGrant = (): never => {
@@ -66,7 +68,7 @@ export class AuthorityGrantGovernance extends RegistryGovernance<AuthorityGrantC
 
   async propose(caller: Caller, body: unknown): Promise<AuthorityGrantChangeView> {
     requireProposer(caller);
-    const input = readGrantProposal(body, this.deps.clock.now());
+    const input = readGrantProposal(body, this.deps.clock.now(), this.deps.maxGrantDays);
     const reason = readReason((body as Record<string, unknown>).reason);
     if (input.kind === 'grant') {
       if (input.payload.grantee === caller.callerId) selfGrant();

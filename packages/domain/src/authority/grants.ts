@@ -7,18 +7,20 @@
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
 import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import type { BusinessTransaction, CheckedGrant, GrantLimit } from '../execution/records.js';
-import { isCapability } from '../execution/transaction-request.js';
 import { SYSTEM_PROPOSER } from '../governance/change.js';
 import { invalid } from '../shared/errors.js';
+import { isCapability, readName } from '../shared/names.js';
 import { isPlainObject } from '../shared/guards.js';
 import { INTENT_VALUE_PATH_PATTERN, PATH_MAX_LENGTH, valueAtPath } from '../shared/request-paths.js';
 import { parseRfc3339 } from '../shared/rfc3339.js';
 
 export const AUTHORITY_GRANT_CHANGE_KIND = 'authority-grant';
 export const GRANT_LIMITS_MAX = 32;
+/** How many days ahead a grant may expire unless SVC_GRANT_MAX_DAYS says otherwise: about a year. */
+export const GRANT_MAX_DAYS_DEFAULT = 366;
+const DAY_MS = 86_400_000;
 export const ONE_OF_MAX = 100;
 const INTENT_PATH = new RegExp(INTENT_VALUE_PATH_PATTERN);
-const GRANTEE_MAX_LENGTH = 256;
 
 /** A grant as stored: `grantId` is the approved grant change's id. */
 export interface AuthorityGrant {
@@ -104,17 +106,19 @@ const FIELDS = {
 
 export type GrantProposalInput = { kind: 'grant'; payload: Omit<GrantPayload, 'kind'> } | { kind: 'revoke'; grantId: string };
 
-/** The rules of a proposal that need no lookup; each broken one a 400 naming the field. */
-export function readGrantProposal(input: unknown, now: Date): GrantProposalInput {
+/**
+ * The rules of a proposal that need no lookup; each broken one a 400 naming the field. A grant
+ * expires in the future and at most `maxDays` ahead (SVC_GRANT_MAX_DAYS): authority is reviewed,
+ * not granted until 9999.
+ */
+export function readGrantProposal(input: unknown, now: Date, maxDays: number): GrantProposalInput {
   const { kind, body } = readProposalFields(input, FIELDS, '{"kind": "grant" | "revoke", …}');
   if (kind === 'revoke') {
-    if (typeof body.grantId !== 'string' || body.grantId === '' || body.grantId.length > 64) throw invalid('grantId is required: the id of the grant to revoke.');
-    return { kind, grantId: body.grantId };
+    // The id of the grant to revoke, as GET /authority-grants shows it.
+    return { kind, grantId: readName('changeId', body.grantId, 'grantId') };
   }
-  const grantee = body.grantee;
-  if (typeof grantee !== 'string' || grantee.trim() === '' || grantee.length > GRANTEE_MAX_LENGTH || /[\u0000-\u001f\u007f]/.test(grantee)) {
-    throw invalid(`grantee is required: the caller id of the agent (at most ${GRANTEE_MAX_LENGTH} characters).`);
-  }
+  // The caller id of the agent: a caller id people read, so visible ASCII (as `ets keys add` makes them).
+  const grantee = readName('callerId', body.grantee, 'grantee');
   if (grantee === SYSTEM_PROPOSER) throw invalid(`grantee must not be '${SYSTEM_PROPOSER}': it is the service itself.`);
   if (!isCapability(body.action)) {
     throw invalid('action is required: a capability namespace:verb (at most 128 characters), such as payments:transfer.');
@@ -122,6 +126,9 @@ export function readGrantProposal(input: unknown, now: Date): GrantProposalInput
   const expiresAtMs = typeof body.expiresAt === 'string' ? parseRfc3339(body.expiresAt) : undefined;
   if (expiresAtMs === undefined) throw invalid('expiresAt is required: a real RFC 3339 date-time, such as 2026-12-31T23:59:59Z.');
   if (expiresAtMs <= now.getTime()) throw invalid(`expiresAt must be in the future (now ${now.toISOString()}).`);
+  if (expiresAtMs > now.getTime() + maxDays * DAY_MS) {
+    throw invalid(`expiresAt must be at most ${maxDays} days ahead (SVC_GRANT_MAX_DAYS) of the server's clock: no later than ${new Date(now.getTime() + maxDays * DAY_MS).toISOString()}.`);
+  }
   return {
     kind,
     payload: { grantee, action: body.action, limits: readLimits(body.limits), expiresAt: new Date(expiresAtMs).toISOString() },

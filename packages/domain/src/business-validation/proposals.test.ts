@@ -34,7 +34,7 @@ describe('business validation input: arbitrary bodies are a result or a 400, nev
   it('grant proposals', () => {
     const limit = fc.record({ path: fc.oneof(field, fc.constant('intent.parameters.amount')), min: field, max: field, oneOf: fc.oneof(field, fc.array(field)) }, { requiredKeys: [] });
     onlyDomainErrors(
-      (b) => readGrantProposal(b, NOW),
+      (b) => readGrantProposal(b, NOW, 366),
       'invalid',
       fc.oneof(fc.anything(), fc.record({ kind: field, grantee: field, action: field, limits: fc.oneof(field, fc.array(limit)), expiresAt: field, grantId: field }, { requiredKeys: [] })),
     );

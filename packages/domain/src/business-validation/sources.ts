@@ -6,12 +6,11 @@
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
 import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
-import { SOURCE_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
+import { readName } from '../shared/names.js';
 import type { SignalSourceRegistration, SourceProofVerifier } from './ports.js';
 
 export const SIGNAL_SOURCE_CHANGE_KIND = 'business-signal-source';
-const SOURCE_NAME = new RegExp(SOURCE_NAME_PATTERN);
 const PUBLIC_KEY_MAX_LENGTH = 4096;
 
 
@@ -78,10 +77,8 @@ export type SourceProposalInput = { kind: 'register'; payload: Omit<SourceRegist
 /** The rules a proposal must keep that need no lookup. `reason` is read by maker-checker; where the endpoint resolves is checked by the caller. */
 export function readSourceProposal(input: unknown, keys: Pick<SourceProofVerifier, 'keyIdOf'>): SourceProposalInput {
   const { kind, body } = readProposalFields(input, FIELDS, '{"kind": "register" | "revoke", "name": "…", …}');
-  if (typeof body.name !== 'string' || !SOURCE_NAME.test(body.name)) {
-    throw invalid(`name is required: 1 to 64 lowercase letters, digits or hyphens, starting with a letter or digit (${SOURCE_NAME_PATTERN}).`);
-  }
-  if (kind === 'revoke') return { kind, name: body.name };
+  const name = readName('sourceName', body.name, 'name');
+  if (kind === 'revoke') return { kind, name };
   const endpoint = readEndpoint(body.endpoint);
   if (!endpoint.ok) throw invalid(`endpoint ${endpoint.problem}`);
   let publicKey: string | null = null;
@@ -92,5 +89,5 @@ export function readSourceProposal(input: unknown, keys: Pick<SourceProofVerifie
     publicKey = (body.publicKey as string).trim() + '\n';
     keyId = id;
   }
-  return { kind, payload: { name: body.name, endpoint: endpoint.endpoint.url, publicKey, keyId } };
+  return { kind, payload: { name, endpoint: endpoint.endpoint.url, publicKey, keyId } };
 }

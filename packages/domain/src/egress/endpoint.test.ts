@@ -14,6 +14,9 @@ describe('endpoint rules (spec 2.5)', () => {
       endpoint: { url: 'https://api.example.com/release?x=1', host: 'api.example.com', port: 443, path: '/release?x=1' },
     });
     expect(readEndpoint('https://receiver.ets.test:8443')).toMatchObject({ ok: true, endpoint: { url: 'https://receiver.ets.test:8443/', port: 8443, path: '/' } });
+    // The ends of the port range (CONTRACT "Review rules, round 2": 1 to 65535).
+    expect(readEndpoint('https://receiver.ets.test:1/x')).toMatchObject({ ok: true, endpoint: { port: 1 } });
+    expect(readEndpoint('https://receiver.ets.test:65535/x')).toMatchObject({ ok: true, endpoint: { port: 65535 } });
     expect(readEndpoint('https://bücher.example/x')).toMatchObject({ ok: true, endpoint: { host: 'xn--bcher-kva.example' } });
   });
 
@@ -52,7 +55,10 @@ describe('endpoint rules (spec 2.5)', () => {
     ['https://api.example.com\t.evil/', 'must not contain spaces or control characters.'],
     ['https://api.example.com:0/', 'must have a port from 1 to 65535.'],
     ['https://api.example.com:00/', 'must have a port from 1 to 65535.'],
-    ['https://api.example.com:65536/', 'is not a URL.'],
+    ['https://api.example.com:00000/x', 'must have a port from 1 to 65535.'],
+    ['https://api.example.com:65536/', 'must have a port from 1 to 65535.'],
+    ['https://api.example.com:99999?x=1', 'must have a port from 1 to 65535.'],
+    ['https://api.example.com:4294967297/', 'must have a port from 1 to 65535.'],
     ['https://', 'is not a URL.'],
     ['api.example.com', 'is not a URL.'],
     ['https://1.2.3.4.5/', 'is not a URL.'],

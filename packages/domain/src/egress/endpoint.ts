@@ -1,6 +1,7 @@
 /**
  * The endpoint rules of spec 2.5 that need no network: an endpoint is an https URL, stored as
- * normalised by URL parsing, whose host is a name with a domain. The WHATWG URL parser turns every
+ * normalised by URL parsing, whose host is a name with a domain and whose port, when it names one,
+ * is 1 to 65535. The WHATWG URL parser turns every
  * numeric spelling of an IPv4 address (2130706433, 0177.0.0.1, 0x7f000001, 127.1) into dotted
  * quads and keeps IPv6 in brackets, so checking the parsed host catches every literal spelling.
  * Where the name resolves is the egress adapter's check (public addresses only, at every call).
@@ -23,6 +24,8 @@ export interface Endpoint {
 export type EndpointReading = { ok: true; endpoint: Endpoint } | { ok: false; problem: string };
 
 const DOTTED_QUAD = /^\d{1,3}(?:\.\d{1,3}){3}$/;
+/** The port written in the authority, if any (before the URL parser refuses one above 65535 as "not a URL"). */
+const WRITTEN_PORT = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*:(\d+)(?=[/?#]|$)/i;
 // ASCII controls, whitespace and DEL: the URL parser would silently drop some of them.
 const INVISIBLE = /[\u0000-\u0020\u007f]/;
 
@@ -33,6 +36,9 @@ export function readEndpoint(raw: unknown): EndpointReading {
   if (raw.length > ENDPOINT_MAX_LENGTH) return no(`must be at most ${ENDPOINT_MAX_LENGTH} characters.`);
   if (INVISIBLE.test(raw)) return no('must not contain spaces or control characters.');
   if (raw.includes('#')) return no('must not have a fragment.');
+  // Port 0 is no port to connect to (and the URL parser keeps it); one above 65535 none at all.
+  const written = WRITTEN_PORT.exec(raw)?.[1];
+  if (written !== undefined && !(Number(written) >= 1 && Number(written) <= 65535)) return no('must have a port from 1 to 65535.');
   let url: URL;
   try {
     url = new URL(raw);

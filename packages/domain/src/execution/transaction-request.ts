@@ -1,6 +1,7 @@
 import { DomainError } from '../shared/errors.js';
 import type { BusinessTransaction } from './records.js';
 import { isPlainObject } from '../shared/guards.js';
+import { isCapability } from '../shared/names.js';
 
 /**
  * Validation of a Business Transaction (spec 2.2, 7) in the spec's order: a malformed
@@ -8,10 +9,6 @@ import { isPlainObject } from '../shared/guards.js';
  * invariants. None of these errors carries a code (spec 2.1).
  */
 export const UUID_V1_TO_V5 = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-export const CAPABILITY_PATTERN = /^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*:[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$/;
-export const CAPABILITY_MAX_LENGTH = 128;
-/** A capability `namespace:verb` (CAPABILITY_PATTERN, at most CAPABILITY_MAX_LENGTH characters). */
-export const isCapability = (v: unknown): v is string => typeof v === 'string' && v.length <= CAPABILITY_MAX_LENGTH && CAPABILITY_PATTERN.test(v);
 
 export const INVALID_TRANSACTION_ID = 'businessTransactionId must be a valid UUID.';
 

@@ -5,18 +5,14 @@
 import type { ChangeStatus, PendingChange } from '../governance/change.js';
 import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
-import { CAPABILITY_MAX_LENGTH, CAPABILITY_PATTERN } from '../execution/transaction-request.js';
 import { namespaceOf } from '../execution/connectors.js';
-import { isMcpNamespace, MCP_NAMESPACE_PREFIX } from '../mcp/names.js';
-import { POLICY_NAME_PATTERN } from '../policy/schema.js';
 import { invalid } from '../shared/errors.js';
+import { readName } from '../shared/names.js';
 
 export const EXTERNAL_CONNECTOR_CHANGE_KIND = 'external-connector';
 export const CONNECTOR_TIMEOUT_MS = { min: 1000, max: 30000, default: 10000 } as const;
 export const FORWARDED_PARAMETER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const FORWARDED_PARAMETERS_MAX = 100;
-
-const POLICY_NAME = new RegExp(POLICY_NAME_PATTERN);
 
 /** An active binding of a capability to an endpoint; `registrationId` is the approved register change's id. */
 export interface ExternalConnectorRegistration {
@@ -100,12 +96,13 @@ export function readProposal(input: unknown, ownedElsewhere: NamespaceOwner): Pr
 
   const endpoint = readEndpoint(body.endpoint);
   if (!endpoint.ok) throw invalid(`endpoint ${endpoint.problem}`);
+  const policyName = readName('policyName', body.policyName, 'policyName');
   return {
     kind,
     payload: {
       capability,
       endpoint: endpoint.endpoint.url,
-      policyName: readPolicyName(body.policyName),
+      policyName,
       forwardedParameters: readForwardedParameters(body.forwardedParameters),
       timeoutMs: readConnectorTimeout(body.timeoutMs),
     },
@@ -116,19 +113,16 @@ export function readProposal(input: unknown, ownedElsewhere: NamespaceOwner): Pr
 export type NamespaceOwner = (namespace: string) => string | undefined;
 
 function readCapability(value: unknown, ownedElsewhere: NamespaceOwner): string {
-  if (typeof value !== 'string' || value === '') throw invalid('capability is required: namespace:verb, such as payments:transfer.');
-  if (value.length > CAPABILITY_MAX_LENGTH) throw invalid(`capability must be at most ${CAPABILITY_MAX_LENGTH} characters.`);
-  if (!CAPABILITY_PATTERN.test(value)) throw invalid(`capability must be namespace:verb, matching ${CAPABILITY_PATTERN.source}.`);
-  const namespace = namespaceOf(value);
+  const capability = readName('capability', value, 'capability');
+  const namespace = namespaceOf(capability);
   const owner = ownedElsewhere(namespace);
   if (owner !== undefined) throw invalid(`capability must not be in the namespace '${namespace}': it is reserved (${owner}).`);
-  return value;
+  return capability;
 }
 
-/** The policy that decides a registration's requests (spec 2.5: pattern, at most 128 characters). */
+/** The policy that decides a registration's requests (a policy name, at most 128 characters). */
 export function readPolicyName(value: unknown): string {
-  if (typeof value !== 'string' || !POLICY_NAME.test(value)) throw invalid(`policyName must be a policy name matching ${POLICY_NAME_PATTERN}.`);
-  return value;
+  return readName('policyName', value, 'policyName');
 }
 
 function readForwardedParameters(value: unknown): string[] {

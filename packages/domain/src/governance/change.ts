@@ -31,6 +31,11 @@ export interface PendingChange<P = unknown> {
   status: ChangeStatus;
   /** Caller id of the proposer: a human key, or `system`. */
   proposer: string;
+  /**
+   * The proposer's step-up key when they proposed (StepUpSignatureVerifier.publicKeyOf), if they
+   * had one: a checker holding the same key is the proposer under another caller id.
+   */
+  proposerStepUpKey?: string;
   reason?: string;
   createdAt: string;
   /** Who approved or rejected; never the proposer. */

@@ -65,8 +65,12 @@ let mc: MakerChecker<Widget>;
 const alice = human('alice');
 const bob = human('bob');
 const carol = human('carol');
+/** The step-up keys callers hold now, as the key file says: each human's own unless a test says otherwise. */
+let held: Record<string, string[]> = {};
+const directory = { stepUpKeysOf: (id: string) => held[id] ?? [`key-of-${id}`] };
 
 beforeEach(() => {
+  held = {};
   clock = new FakeClock();
   store = new InMemoryPendingChangeStore();
   applier = new WidgetApplier();
@@ -75,6 +79,7 @@ beforeEach(() => {
     store,
     applier,
     stepUpVerifier: verifier,
+    approvers: directory,
     clock,
     ids,
     audit: new GovernanceAudit(signer, clock, ids),
@@ -113,6 +118,7 @@ describe('proposing', () => {
       payload: { name: 'w', value: 1 },
       status: 'PENDING_APPROVAL',
       proposer: 'alice',
+      proposerStepUpKey: 'key-of-alice',
       reason: 'because',
       createdAt: '2026-11-21T12:00:00.000Z',
     });
@@ -174,6 +180,30 @@ describe('approving', () => {
     await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve', { callerId: undefined }))).resolves.toMatchObject({ status: 'APPROVED' });
   });
 
+  it('refuses a checker whose step-up key the proposer held when proposing, or holds now (403 SELF_APPROVAL_DENIED), compared as keys', async () => {
+    // alice proposes with her key; later the key file gives the same key to 'alice-2' (alice's key removed).
+    const change = await propose(alice);
+    expect(change.proposerStepUpKey).toBe('key-of-alice');
+    expect(await store.get(change.id)).toMatchObject({ proposerStepUpKey: 'key-of-alice' });
+    held = { alice: [] };
+    const alice2 = { ...human('alice-2'), stepUpPublicKeyPem: '  key-of-alice\n' };
+    await expect(mc.approve(change.id, alice2, envelope(alice2, change.id, 'approve'))).rejects.toEqual(refusal('forbidden', 'SELF_APPROVAL_DENIED'));
+    await expect(mc.reject(change.id, alice2, envelope(alice2, change.id, 'reject'))).rejects.toEqual(refusal('forbidden', 'SELF_APPROVAL_DENIED'));
+
+    // dave proposed without a step-up key and holds one now, the same as erin's.
+    const other = await mc.propose(human('dave', false), { payload: { name: 'd', value: 1 }, subject: 'd' });
+    expect(other).not.toHaveProperty('proposerStepUpKey');
+    held = { dave: ['shared'] };
+    const erin = { ...human('erin'), stepUpPublicKeyPem: 'shared' };
+    await expect(mc.approve(other.id, erin, envelope(erin, other.id, 'approve'))).rejects.toEqual(refusal('forbidden', 'SELF_APPROVAL_DENIED'));
+    expect((await store.get(change.id))!.status).toBe('PENDING_APPROVAL');
+    expect((await store.get(other.id))!.status).toBe('PENDING_APPROVAL');
+    expect(applier.calls).toBe(0);
+    // Another key decides both.
+    await expect(mc.approve(change.id, bob, envelope(bob, change.id, 'approve'))).resolves.toMatchObject({ status: 'APPROVED' });
+    await expect(mc.approve(other.id, bob, envelope(bob, other.id, 'approve'))).resolves.toMatchObject({ status: 'APPROVED' });
+  });
+
   it('lets any human approve a change proposed by the system', async () => {
     const change = await mc.proposeAsSystem({ payload: { name: 's', value: 9 }, reason: 'shipped' });
     expect(change.proposer).toBe('system');
@@ -189,6 +219,7 @@ describe('the governance event is stored with what it records, or neither is', (
       store,
       applier,
       stepUpVerifier: verifier,
+      approvers: directory,
       clock,
       ids,
       audit: new GovernanceAudit({ ...signer, sign: async () => Promise.reject(new Error('signer down')) }, clock, ids),

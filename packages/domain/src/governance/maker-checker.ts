@@ -18,6 +18,7 @@
  * find the claim held and get 409: only the claimant answers 200.
  */
 import { isVerifiedHuman, type Caller } from '../identity/caller.js';
+import type { ApproverDirectory } from '../ports/callers.js';
 import type { Clock, IdGenerator } from '../ports/clock.js';
 import type { StepUpSignatureVerifier } from '../ports/crypto.js';
 import type { Page } from '../ports/page.js';
@@ -50,6 +51,8 @@ export interface MakerCheckerDeps<P> {
   store: PendingChangeStore;
   applier: ChangeApplier<P>;
   stepUpVerifier: StepUpSignatureVerifier;
+  /** The step-up keys callers hold now: a checker holding one of the proposer's is the proposer. */
+  approvers: ApproverDirectory;
   clock: Clock;
   ids: IdGenerator;
   audit: GovernanceAudit;
@@ -68,6 +71,7 @@ export interface MakerCheckerDeps<P> {
 export interface GovernedKindDeps {
   changes: PendingChangeStore;
   stepUpVerifier: StepUpSignatureVerifier;
+  approvers: ApproverDirectory;
   clock: Clock;
   ids: IdGenerator;
   audit: GovernanceAudit;
@@ -81,8 +85,8 @@ export function makerCheckerFor<P>(
   deps: GovernedKindDeps,
   own: Pick<MakerCheckerDeps<P>, 'applier' | 'describe' | 'checkDecider'>,
 ): MakerChecker<P> {
-  const { changes, stepUpVerifier, clock, ids, audit, notifier } = deps;
-  return new MakerChecker<P>({ kind, store: changes, stepUpVerifier, clock, ids, audit, notifier, ...own });
+  const { changes, stepUpVerifier, approvers, clock, ids, audit, notifier } = deps;
+  return new MakerChecker<P>({ kind, store: changes, stepUpVerifier, approvers, clock, ids, audit, notifier, ...own });
 }
 
 /** Spec 5.9: proposing needs a USER key. */
@@ -127,12 +131,13 @@ export class MakerChecker<P> {
   /** A human proposes. Returns the stored PENDING_APPROVAL change. */
   async propose(caller: Caller, input: { payload: P; subject?: string; reason?: string }): Promise<PendingChange<P>> {
     requireProposer(caller);
-    return this.create(caller.callerId, input);
+    const stepUpKey = caller.stepUpPublicKeyPem === undefined ? undefined : this.deps.stepUpVerifier.publicKeyOf(caller.stepUpPublicKeyPem);
+    return this.create(caller.callerId, input, stepUpKey);
   }
 
   /** The product proposes (shipped policies): proposer `system`, approved by a human like any other. */
   proposeAsSystem(input: { payload: P; subject?: string; reason?: string }): Promise<PendingChange<P>> {
-    return this.create(SYSTEM_PROPOSER, input);
+    return this.create(SYSTEM_PROPOSER, input, undefined);
   }
 
   /** The PENDING_APPROVAL change of this kind for `subject`, if any. */
@@ -154,7 +159,7 @@ export class MakerChecker<P> {
     return this.decide(id, 'reject', checker, envelope);
   }
 
-  private async create(proposer: string, input: { payload: P; subject?: string; reason?: string }): Promise<PendingChange<P>> {
+  private async create(proposer: string, input: { payload: P; subject?: string; reason?: string }, proposerStepUpKey: string | undefined): Promise<PendingChange<P>> {
     const reason = readReason(input.reason);
     const now = this.deps.clock.now();
     const change: PendingChange<P> = {
@@ -164,6 +169,7 @@ export class MakerChecker<P> {
       payload: input.payload,
       status: 'PENDING_APPROVAL',
       proposer,
+      ...(proposerStepUpKey !== undefined ? { proposerStepUpKey } : {}),
       ...(reason !== undefined ? { reason } : {}),
       createdAt: now.toISOString(),
     };
@@ -188,7 +194,7 @@ export class MakerChecker<P> {
     checkStepUpEnvelope(envelope, { changeId: id, action, checker, now }, this.deps.stepUpVerifier);
 
     const found = await this.get(id);
-    if (found.proposer === checker.callerId) {
+    if (found.proposer === checker.callerId || this.holdsProposersKey(found, checker)) {
       throw forbidden('The proposer of a change cannot approve or reject it; another human must decide.', 'SELF_APPROVAL_DENIED');
     }
     this.deps.checkDecider?.(found, checker);
@@ -229,6 +235,18 @@ export class MakerChecker<P> {
     const claimed = await this.deps.store.claimApply({ id, kind: this.deps.kind, decider: checker.callerId, claim, now: now.toISOString(), event: completing });
     if (!claimed) throw alreadyDecided(change);
     return this.apply(change, claim);
+  }
+
+  /**
+   * One step-up key is one person (CONTRACT "Review rules, round 2"): a checker whose key is the one
+   * the proposer held when proposing, or holds now, is the proposer under another caller id. Keys
+   * are compared as keys, not as PEM text.
+   */
+  private holdsProposersKey(change: PendingChange<P>, checker: Caller): boolean {
+    const key = (pem: string) => this.deps.stepUpVerifier.publicKeyOf(pem);
+    const mine = checker.stepUpPublicKeyPem === undefined ? undefined : key(checker.stepUpPublicKeyPem);
+    if (mine === undefined) return false;
+    return mine === change.proposerStepUpKey || this.deps.approvers.stepUpKeysOf(change.proposer).some((pem) => key(pem) === mine);
   }
 
   private newClaim(now: Date): ApplyClaim {

@@ -15,7 +15,11 @@ export const stableJson = (v: unknown): string =>
 
 export const fakeStepUpSign = (key: string, payload: unknown): string => `sig(${key}):${stableJson(payload)}`;
 
-export const fakeStepUpVerifier: StepUpSignatureVerifier = { verify: (key, payload, sig) => sig === fakeStepUpSign(key, payload) };
+/** Keys are names; a key's identity ignores surrounding whitespace, as a PEM's does its line breaks. */
+export const fakeStepUpVerifier: StepUpSignatureVerifier = {
+  verify: (key, payload, sig) => sig === fakeStepUpSign(key, payload),
+  publicKeyOf: (key) => key.trim() || undefined,
+};
 
 /** Signs nothing: adds fixed signature fields. */
 export const fakeSigner: Signer = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { CAPABILITY_PATTERN } from '../execution/transaction-request.js';
+import { isCapability } from '../shared/names.js';
 import { readProposal } from '../external-connectors/registration.js';
 import { DomainError } from '../shared/errors.js';
 import { gatewayToolName, serverNameProblem, serverOfAction, splitGatewayToolName, toolAction, toolCapability } from './names.js';
@@ -27,7 +27,7 @@ describe('MCP names (CONTRACT "MCP gateway")', () => {
     fc.assert(
       fc.property(fc.stringMatching(/^[a-z][a-z0-9]{0,10}$/), fc.stringMatching(/^[A-Za-z0-9_.-]{1,40}$/), (server, tool) => {
         const capability = toolCapability(server, tool);
-        if (capability !== undefined) expect(CAPABILITY_PATTERN.test(capability)).toBe(true);
+        if (capability !== undefined) expect(isCapability(capability)).toBe(true);
         expect(splitGatewayToolName(gatewayToolName(server, tool))).toEqual({ server, tool });
         expect(serverOfAction(toolAction(server, tool))).toBe(server);
       }),

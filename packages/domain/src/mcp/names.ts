@@ -1,13 +1,9 @@
 /**
- * The names of the MCP gateway (CONTRACT "MCP gateway"): an upstream server's name, the gateway's
+ * The names of the MCP gateway: an upstream server's name, the gateway's
  * tool name `<server>__<tool>`, and the action (capability) a call is decided as,
  * `mcp-<server>:<tool lower-cased, every character outside [a-z0-9] turned into ->`.
  */
-import { CAPABILITY_MAX_LENGTH, CAPABILITY_PATTERN } from '../execution/transaction-request.js';
-
-/** An upstream server's name (CONTRACT). */
-export const MCP_SERVER_NAME_PATTERN = '^[a-z][a-z0-9-]{0,39}$';
-const SERVER_NAME = new RegExp(MCP_SERVER_NAME_PATTERN);
+import { isCapability, isName, MCP_SERVER_NAME_PATTERN } from '../shared/names.js';
 
 /**
  * Every capability of an MCP server is in the namespace `mcp-<server>`; external connectors may
@@ -34,10 +30,10 @@ export const isMcpNamespace = (namespace: string): boolean => namespace.startsWi
  * of such a server would be unreachable. `problem` completes "name …".
  */
 export function serverNameProblem(name: unknown): string | undefined {
-  if (typeof name !== 'string' || !SERVER_NAME.test(name)) {
+  if (!isName('mcpServerName', name)) {
     return `is required: 1 to 40 lowercase letters, digits or hyphens, starting with a letter (${MCP_SERVER_NAME_PATTERN}).`;
   }
-  if (!CAPABILITY_PATTERN.test(`${mcpNamespace(name)}:x`)) return `must not end with a hyphen or hold two hyphens in a row: '${mcpNamespace(name)}' must be a capability namespace.`;
+  if (!isCapability(`${mcpNamespace(name)}:x`)) return `must not end with a hyphen or hold two hyphens in a row: '${mcpNamespace(name)}' must be a capability namespace.`;
   return undefined;
 }
 
@@ -52,7 +48,7 @@ export const toolAction = (server: string, tool: string): string => `${mcpNamesp
  */
 export function toolCapability(server: string, tool: string): string | undefined {
   const action = toolAction(server, tool);
-  return action.length <= CAPABILITY_MAX_LENGTH && CAPABILITY_PATTERN.test(action) ? action : undefined;
+  return isCapability(action) ? action : undefined;
 }
 
 export const gatewayToolName = (server: string, tool: string): string => `${server}${TOOL_NAME_SEPARATOR}${tool}`;
@@ -66,7 +62,7 @@ export function splitGatewayToolName(name: string): { server: string; tool: stri
   if (at <= 0) return undefined;
   const server = name.slice(0, at);
   const tool = name.slice(at + TOOL_NAME_SEPARATOR.length);
-  return SERVER_NAME.test(server) && tool !== '' ? { server, tool } : undefined;
+  return isName('mcpServerName', server) && tool !== '' ? { server, tool } : undefined;
 }
 
 /** The server an action names, when it is in the MCP namespace (`mcp-<server>:…`). */

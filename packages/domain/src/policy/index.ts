@@ -2,16 +2,13 @@
 export * from './document.js';
 export {
   POLICY_DOCUMENT_SCHEMA,
-  POLICY_NAME_PATTERN,
-  POLICY_VERSION_MAX_LENGTH,
   SIGNAL_NAME_PATTERN,
   RULE_ID_PATTERN,
   INTENT_PATH_PATTERN,
-  SOURCE_NAME_PATTERN,
   RESERVED_SIGNAL_NAMES,
   schemaErrors,
 } from './schema.js';
-export { validatePolicyDocument, type PolicyValidationResult } from './validate.js';
+export { validatePolicyDocument, validateNewPolicyVersion, type PolicyValidationResult } from './validate.js';
 export {
   compilePolicy,
   evaluatePolicy,

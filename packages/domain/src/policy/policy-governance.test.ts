@@ -42,7 +42,7 @@ let service: PolicyService;
 beforeEach(() => {
   policies = new InMemoryPolicyStore();
   changes = new InMemoryPendingChangeStore();
-  gov = new PolicyGovernance({ policies, changes, hasher, stepUpVerifier: verifier, clock, ids, audit: new GovernanceAudit(signer, clock, ids) });
+  gov = new PolicyGovernance({ policies, changes, hasher, stepUpVerifier: verifier, approvers: { stepUpKeysOf: () => [] }, clock, ids, audit: new GovernanceAudit(signer, clock, ids) });
   service = new PolicyService(policies);
 });
 

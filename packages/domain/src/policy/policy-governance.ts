@@ -12,9 +12,9 @@ import type { Hasher } from '../ports/crypto.js';
 import { conflict, invalid, isDomainError } from '../shared/errors.js';
 import { isDotOnly, type PolicyDocument, type PolicyRef } from './document.js';
 import { policyNotFound, type PolicyStore } from './policy-version.js';
-import { POLICY_NAME_PATTERN, POLICY_VERSION_MAX_LENGTH } from './schema.js';
-import { validatePolicyDocument } from './validate.js';
+import { validateNewPolicyVersion } from './validate.js';
 import { isPlainObject } from '../shared/guards.js';
+import { readName } from '../shared/names.js';
 
 export const POLICY_CHANGE_KIND = 'policy';
 
@@ -57,7 +57,6 @@ export interface PolicyGovernanceDeps extends GovernedKindDeps {
   hasher: Hasher;
 }
 
-const POLICY_NAME = new RegExp(POLICY_NAME_PATTERN);
 
 /** Pending changes of one policy version are exclusive: `<name>/<version>` (neither can hold '/'). */
 const subjectOf = (ref: PolicyRef): string => `${ref.name}/${ref.version}`;
@@ -122,10 +121,8 @@ export class PolicyGovernance {
     requireProposer(caller);
     if (isDotOnly(name)) throw invalid("The policy name must not be '.' or '..'.");
     if (isDotOnly(version)) throw invalid("The policy version must not be '.' or '..'.");
-    if (!POLICY_NAME.test(name)) throw invalid(`The policy name must match ${POLICY_NAME_PATTERN}.`);
-    if (version.length > POLICY_VERSION_MAX_LENGTH || version.includes('/')) {
-      throw invalid(`The policy version must be at most ${POLICY_VERSION_MAX_LENGTH} characters, without '/'.`);
-    }
+    readName('policyName', name, 'The policy name in the path');
+    readName('policyVersion', version, 'The policy version in the path');
     if (!isPlainObject(body)) throw invalid('The body must be a JSON object: {"proposedContent": <policy document>, "reason": "…"}.');
     const reason = readReason(body.reason);
     const content = body.proposedContent;
@@ -134,7 +131,7 @@ export class PolicyGovernance {
       throw invalid("proposedContent.policyVersion must not be '.' or '..'.");
     }
     if (content.name !== name) throw invalid(`proposedContent.name must be '${name}', the policy name in the path.`);
-    const { valid, errors } = validatePolicyDocument(content);
+    const { valid, errors } = validateNewPolicyVersion(content);
     if (!valid) throw invalid(`The policy document is invalid: ${errors.join('; ')}`);
     const doc = content as unknown as PolicyDocument;
     const ref = { name, version: doc.policyVersion };
@@ -157,7 +154,7 @@ export class PolicyGovernance {
    * (and rejected).
    */
   async proposeShipped(document: unknown, source: string): Promise<ShippedPolicyOutcome> {
-    const { valid, errors } = validatePolicyDocument(document);
+    const { valid, errors } = validateNewPolicyVersion(document);
     if (!valid) return { outcome: 'invalid', errors };
     const doc = document as PolicyDocument;
     const ref = { name: doc.name, version: doc.policyVersion };

@@ -9,17 +9,15 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import { POLICY_ACTIONS, RESERVED_RULE_IDS, SIGNAL_TYPES } from './document.js';
 import { INTENT_VALUE_PATH_PATTERN, PATH_MAX_LENGTH, REQUEST_PATH_PATTERN } from '../shared/request-paths.js';
+import { POLICY_NAME_PATTERN, POLICY_VERSION_MAX_LENGTH, SOURCE_NAME_PATTERN } from '../shared/names.js';
 
-/** Policy name: also a URL path segment (`/policies/{name}/…`). */
-export const POLICY_NAME_PATTERN = '^[a-z0-9][a-z0-9-]{0,127}$';
-export const POLICY_VERSION_MAX_LENGTH = 64;
+// Names people read (policy name, source name) come from the one module of such patterns.
+export { POLICY_NAME_PATTERN, POLICY_VERSION_MAX_LENGTH, SOURCE_NAME_PATTERN };
 /** Signal names are CEL field names (`signals.<name>`): identifier-like, starting with a letter. */
 export const SIGNAL_NAME_PATTERN = '^[A-Za-z][A-Za-z0-9_]{0,63}$';
 export const RULE_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$';
 /** A bound signal's path: `intent.action` or `intent.parameters.<key>[.<key>…]`, the `intent.` prefix optional. */
 export const INTENT_PATH_PATTERN = '^(intent\\.)?(action|parameters(\\.[A-Za-z0-9_-]+)+)$';
-/** The name of a business signal source (CONTRACT "Business signal sources"). */
-export const SOURCE_NAME_PATTERN = '^[a-z0-9][a-z0-9-]{0,63}$';
 export const FACT_MAX_LENGTH = 256;
 
 /**

@@ -13,6 +13,7 @@ import { checkWhen, policyEnvironment, syntaxError } from './cel.js';
 import type { SignalType } from './document.js';
 import { formatJsonPath, schemaIssues } from './schema.js';
 import { isPlainObject } from '../shared/guards.js';
+import { isName, NAME_RULES } from '../shared/names.js';
 
 export interface PolicyValidationResult {
   valid: boolean;
@@ -80,5 +81,21 @@ export function analysePolicyDocument(doc: unknown): { errors: string[]; program
  */
 export function validatePolicyDocument(doc: unknown): PolicyValidationResult {
   const { errors } = analysePolicyDocument(doc);
+  return { valid: errors.length === 0, errors };
+}
+
+/**
+ * The checks of a version about to be proposed (a proposal, a shipped policy, `ets policy
+ * validate`): the document's, and its `policyVersion` one of POLICY_VERSION_PATTERN, visible ASCII
+ * (review round 2: `1.0.0 ` or `1.0.0` with an invisible character must not be published beside
+ * `1.0.0`). Published versions are compiled with `validatePolicyDocument` alone, so a version
+ * published before the pattern existed keeps deciding.
+ */
+export function validateNewPolicyVersion(doc: unknown): PolicyValidationResult {
+  const { errors } = analysePolicyDocument(doc);
+  if (isPlainObject(doc) && typeof doc.policyVersion === 'string' && !errors.some((e) => e.startsWith('policyVersion:')) && !isName('policyVersion', doc.policyVersion)) {
+    const { says, pattern } = NAME_RULES.policyVersion;
+    errors.push(`policyVersion: must be ${says} (${pattern})`);
+  }
   return { valid: errors.length === 0, errors };
 }

@@ -51,6 +51,11 @@ export interface SignatureVerifier {
 /** Verifies a step-up envelope signature made with a checker's own Ed25519 key (spec 2.6). */
 export interface StepUpSignatureVerifier {
   verify(publicKeyPem: string, payload: unknown, signatureBase64: string): boolean;
+  /**
+   * The key a PEM holds, as a string that is equal for equal keys whatever the PEM's text (line
+   * breaks, headers, spacing): two callers compare their keys by it. Undefined for no usable key.
+   */
+  publicKeyOf(publicKeyPem: string): string | undefined;
 }
 
 /** Where the service's signing keys are held (CONTRACT "Signing key providers"). */
