@@ -150,7 +150,7 @@ function keepOnlyWhatIsUsed(doc: Merged): void {
  * a keyed one answers 401, 503 when its authentication cannot be audited, for a failing key
  * over the failed-authentication limit 429, and, a write made with the console's session cookie
  * without its CSRF token, 403; one that reads a body
- * (every POST) answers 400, 413 and 415 for what the body reader refuses. Each is added, as a
+ * (every method but GET: the app reads the body of a DELETE too) answers 400, 413 and 415 for what the body reader refuses. Each is added, as a
  * reference to the shared response in `00-base.yaml`, to every operation that does not describe
  * that status itself, so the document states what the app does without each fragment repeating it.
  * An operation whose errors are not the envelope names their schema in `x-error-schema` (spec 2.1:
@@ -158,8 +158,8 @@ function keepOnlyWhatIsUsed(doc: Merged): void {
  */
 const LAYER_RESPONSES: { applies: (method: string, op: Json) => boolean; status: string; response: string }[] = [
   { applies: () => true, status: '400', response: 'InputRefused' },
-  { applies: (m) => m === 'post', status: '413', response: 'TooLarge' },
-  { applies: (m) => m === 'post', status: '415', response: 'UnsupportedMediaType' },
+  { applies: (m) => m !== 'get', status: '413', response: 'TooLarge' },
+  { applies: (m) => m !== 'get', status: '415', response: 'UnsupportedMediaType' },
   { applies: (_m, op) => !isPublic(op), status: '401', response: 'Unauthenticated' },
   { applies: (_m, op) => !isPublic(op), status: '429', response: 'AuthFailureLimited' },
   { applies: (m, op) => !isPublic(op) && m !== 'get', status: '403', response: 'CsrfRefused' },

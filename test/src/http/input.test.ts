@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import request from 'supertest';
-import { apiKeysEnv, bearer, businessTransaction, makeKey, publishPolicy, rowCounts, STORAGE_TARGETS, startTestServer, type TestKey, type TestServer } from '@ets/test-support';
+import { apiKeysEnv, bearer, businessTransaction, heldApproval, makeKey, publishPolicy, rowCounts, STORAGE_TARGETS, startTestServer, type TestKey, type TestServer } from '@ets/test-support';
 import { envelope, policyDoc } from './governance-fixtures.js';
 
 const alice = makeKey('alice', { holder: 'USER', capabilities: ['*'], stepUp: true });
@@ -11,6 +11,7 @@ const bob = makeKey('bob', { holder: 'USER', stepUp: true });
 const agent = makeKey('agent-7', { holder: 'SERVICE', capabilities: ['*'], tenants: ['t1'] });
 
 const NUL = '\u0000';
+type Method = 'post' | 'delete';
 
 /**
  * The request input layer (CONTRACT "Requests, reads and lists") on the running service: every
@@ -34,8 +35,8 @@ describe.each(STORAGE_TARGETS)('request input on $name', (factory) => {
 
   const counts = () => rowCounts(server.dataSource);
 
-  /** Each route that reads a body, with the key it takes (none: public) and a body it would accept. */
-  const bodyRoutes = (): [string, TestKey | undefined, () => unknown][] => [
+  /** Each route that reads a body, with the key it takes (none: public), a body it would accept and its method (POST unless named). */
+  const bodyRoutes = (): [string, TestKey | undefined, () => unknown, Method?][] => [
     ['/execute', agent, () => businessTransaction()],
     ['/transactions', agent, () => businessTransaction()],
     ['/verify', alice, () => ({ businessTransactionId: randomUUID() })],
@@ -64,18 +65,26 @@ describe.each(STORAGE_TARGETS)('request input on $name', (factory) => {
     ['/execution-intents/verify', undefined, () => ({})],
     ['/audit/verify', undefined, () => ({})],
     ['/handbook/download-leads', undefined, () => ({ email: `lead-${randomUUID()}@example.com` })],
+    ['/mcp-servers/changes', alice, () => ({ kind: 'revoke', name: 'files', reason: 'not used' })],
+    [`/mcp-servers/changes/${randomUUID()}/approve`, bob, () => envelope(bob, randomUUID(), 'approve')],
+    [`/mcp-servers/changes/${randomUUID()}/reject`, bob, () => envelope(bob, randomUUID(), 'reject')],
+    ['/mcp', agent, () => ({ jsonrpc: '2.0', id: 1, method: 'tools/list' })],
+    [`/overrides/${randomUUID()}/approve`, bob, () => heldApproval(bob, businessTransaction())],
+    [`/overrides/${randomUUID()}/reject`, bob, () => envelope(bob, randomUUID(), 'reject')],
+    ['/console/session', undefined, () => ({ apiKey: 'pk_local_not-a-key' })],
+    ['/console/session', alice, () => ({}), 'delete'],
   ];
 
   it('covers every mounted route that reads a body', () => {
     const template = (path: string) => path.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, ':id').replace('/gov-test/1.0.0/', '/:name/:version/');
-    const covered = new Set(bodyRoutes().map(([route]) => template(route)));
-    const mounted = server.httpApp.routes.filter((r) => r.method !== 'get').map((r) => r.path);
+    const covered = new Set(bodyRoutes().map(([route, , , method]) => `${method ?? 'post'} ${template(route)}`));
+    const mounted = server.httpApp.routes.filter((r) => r.method !== 'get').map((r) => `${r.method} ${r.path}`);
     expect(mounted.filter((path) => !covered.has(path))).toEqual([]);
   });
 
-  /** A POST sending exactly these bytes (superagent would serialise a Buffer as JSON). */
-  const postBytes = (path: string, key: TestKey | undefined, bytes: Buffer | string, headers: Record<string, string>) => {
-    const req = request(server.url).post(path).serialize((b: unknown) => b as string);
+  /** A POST (or the method named) sending exactly these bytes (superagent would serialise a Buffer as JSON). */
+  const postBytes = (path: string, key: TestKey | undefined, bytes: Buffer | string, headers: Record<string, string>, method: Method = 'post') => {
+    const req = request(server.url)[method](path).serialize((b: unknown) => b as string);
     if (key) req.set('authorization', bearer(key));
     for (const [k, v] of Object.entries(headers)) req.set(k, v);
     return req.send(bytes as never);
@@ -86,7 +95,7 @@ describe.each(STORAGE_TARGETS)('request input on $name', (factory) => {
 
   it('answers 400, never 500, to a damaged or unknown Content-Encoding on every route that reads a body; nothing is stored', async () => {
     const before = await counts();
-    for (const [route, key, body] of bodyRoutes()) {
+    for (const [route, key, body, method] of bodyRoutes()) {
       const json = Buffer.from(JSON.stringify(body()));
       for (const [what, coding, bytes] of [
         ['plain body labelled gzip', 'gzip', json],
@@ -95,7 +104,7 @@ describe.each(STORAGE_TARGETS)('request input on $name', (factory) => {
         ['garbage br', 'br', Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x00])],
         ['unknown coding', 'x-unknown', json],
       ] as const) {
-        const res = await postBytes(route, key, bytes, { 'content-type': 'application/json', 'content-encoding': coding });
+        const res = await postBytes(route, key, bytes, { 'content-type': 'application/json', 'content-encoding': coding }, method);
         expect(`${route} ${what}: ${res.status}`).toBe(`${route} ${what}: 400`);
         expect(errorText(res)).toMatch(/Content-Encoding/);
       }
@@ -112,15 +121,15 @@ describe.each(STORAGE_TARGETS)('request input on $name', (factory) => {
 
   it('answers 415 with the envelope to a body that is not application/json, on every route that reads one; nothing is stored', async () => {
     const before = await counts();
-    for (const [route, key, body] of bodyRoutes()) {
+    for (const [route, key, body, method] of bodyRoutes()) {
       for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=iso-8859-1']) {
-        const res = await postBytes(route, key, JSON.stringify(body()), { 'content-type': type });
+        const res = await postBytes(route, key, JSON.stringify(body()), { 'content-type': type }, method);
         expect(`${route} ${type}: ${res.status}`).toBe(`${route} ${type}: 415`);
         expect(errorText(res)).toBe('Request body must be JSON: Content-Type application/json (charset=utf-8, if any).');
       }
       const boundary = '----ets-boundary';
       const multipart = `--${boundary}\r\nContent-Disposition: form-data; name="body"\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(body())}\r\n--${boundary}--\r\n`;
-      const res = await postBytes(route, key, multipart, { 'content-type': `multipart/form-data; boundary=${boundary}` });
+      const res = await postBytes(route, key, multipart, { 'content-type': `multipart/form-data; boundary=${boundary}` }, method);
       expect(`${route} multipart: ${res.status}`).toBe(`${route} multipart: 415`);
       expect(errorText(res)).toBe('Request body must be JSON: Content-Type application/json (charset=utf-8, if any).');
     }
@@ -128,10 +137,10 @@ describe.each(STORAGE_TARGETS)('request input on $name', (factory) => {
   });
 
   /** A POST with exactly these Content-Type headers (none, one or several), which supertest cannot send. */
-  const postWithContentTypes = (route: string, key: TestKey | undefined, body: string, contentTypes: string[]) =>
+  const postWithContentTypes = (route: string, key: TestKey | undefined, body: string, contentTypes: string[], method: Method = 'post') =>
     new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
       const url = new URL(route, server.url);
-      const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + url.search, method: 'POST' }, (res) => {
+      const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + url.search, method: method.toUpperCase() }, (res) => {
         let text = '';
         res.on('data', (d) => (text += d));
         res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) as Record<string, unknown> }));
@@ -146,14 +155,14 @@ describe.each(STORAGE_TARGETS)('request input on $name', (factory) => {
   it('answers 415 to a body without Content-Type and to one with two Content-Type headers (application/json first or last), on every route that reads one; nothing is stored', async () => {
     const before = await counts();
     const message = 'Request body must be JSON: Content-Type application/json (charset=utf-8, if any).';
-    for (const [route, key, body] of bodyRoutes()) {
+    for (const [route, key, body, method] of bodyRoutes()) {
       for (const [what, types] of [
         ['no content type', []],
         ['application/json, text/plain', ['application/json', 'text/plain']],
         ['text/plain, application/json', ['text/plain', 'application/json']],
         ['application/json twice', ['application/json', 'application/json']],
       ] as const) {
-        const res = await postWithContentTypes(route, key, JSON.stringify(body()), [...types]);
+        const res = await postWithContentTypes(route, key, JSON.stringify(body()), [...types], method);
         expect(`${route} ${what}: ${res.status}`).toBe(`${route} ${what}: 415`);
         expect(route === '/policies/validate' ? (res.body.errors as string[])[0] : res.body.error).toBe(message);
       }
