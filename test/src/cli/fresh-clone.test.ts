@@ -176,10 +176,17 @@ describe('a fresh clone, following the README and the guide', () => {
 set -E
 trap 'echo "FAILED (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
 log=$(mktemp -d)
+# A restart writes the same log: the shell truncates it in the background job, maybe after this
+# starts reading, so the previous server's "listening" line does not count.
 read_address() {
-  for _ in $(seq 1 600); do grep -q '"msg":"listening"' "$1" 2>/dev/null && break; sleep 0.1; done
-  B=$(grep -o '"url":"[^"]*","pid":[0-9]*' "$1" | tail -1 | cut -d'"' -f4)
-  SERVER_PID=$(grep -o '"pid":[0-9]*' "$1" | tail -1 | cut -d: -f2)
+  local previous=\${SERVER_PID:-} listening=''
+  for _ in $(seq 1 600); do
+    listening=$(grep -o '"url":"[^"]*","pid":[0-9]*' "$1" 2>/dev/null | tail -1 || true)
+    [ -n "$listening" ] && [ "\${listening##*:}" != "$previous" ] && break
+    sleep 0.1
+  done
+  B=$(echo "$listening" | cut -d'"' -f4)
+  SERVER_PID=\${listening##*:}
 }
 stop_server() {
   kill $SERVER; wait $SERVER || true
@@ -213,8 +220,15 @@ echo "== end"
 `;
     writeFileSync(path.join(work, 'guide.sh'), script);
     const { status, out } = await new Promise<{ status: number | null; out: string }>((resolve) => {
-      const child = spawn('bash', [path.join(work, 'guide.sh')], { cwd: clone, env: { ...ENV, SVC_LOG_LEVEL: 'info' } });
+      const child = spawn('bash', [path.join(work, 'guide.sh')], { cwd: clone, env: { ...ENV, SVC_LOG_LEVEL: 'info' }, detached: true });
       running.push(child);
+      // A command that waits for ever (a server that never answers) ends the session with its output, not the test's timeout.
+      const stuck = setTimeout(() => {
+        appendFileSync(path.join(work, 'guide.out'), '\nSTOPPED: the session ran for 12 minutes\n');
+        out += '\nSTOPPED: the session ran for 12 minutes\n';
+        process.kill(-child.pid!, 'SIGKILL');
+      }, 720_000);
+      child.on('close', () => clearTimeout(stuck));
       let out = '';
       const collect = (d: Buffer) => {
         out += d.toString();
