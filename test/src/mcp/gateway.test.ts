@@ -194,6 +194,25 @@ describe.each(STORAGE_TARGETS)('MCP gateway on $name: upstreams by maker-checker
     expect(record.executions).toHaveLength(1);
   });
 
+  it('of 20 concurrent approvals of one held call, one releases it (the others 409): one intent, one call upstream, and the agent gets that one result', async () => {
+    const before = crm.calls.length;
+    const answer = heldCall('c-held-20');
+    const held = await heldFor('c-held-20');
+    const id = held.businessTransactionId as string;
+    const tx = { businessTransactionId: id, intent: { action: 'mcp-crm:create-invoice' }, signals: held.signals };
+    const approvers = [bob, alice];
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => request(server.url).post(`/overrides/${id}/approve`).set('authorization', bearer(approvers[i % 2]!)).send(heldApproval(approvers[i % 2]!, tx))),
+    );
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(19);
+    expect(await answer).toMatchObject({ content: [{ type: 'text', text: 'create_invoice done' }] });
+    expect(crm.calls.slice(before)).toEqual([{ name: 'create_invoice', arguments: { customerId: 'c-held-20', amount: 700 } }]);
+    const intents = (await get('/execution-intents?state=PREPARED,RELEASED,FINALIZED,ERRORED,RESOLVED&pageSize=100')).body as { items: { intent: { businessTransactionId: string } }[] };
+    expect(intents.items.filter((i) => i.intent.businessTransactionId === id)).toHaveLength(1);
+  });
+
   it('a held call a human rejects returns isError with ets/override REJECTED; nothing reaches the upstream', async () => {
     const before = crm.calls.length;
     const answer = heldCall('c-held-2');
