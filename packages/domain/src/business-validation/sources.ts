@@ -3,8 +3,8 @@
  * systems a policy may name as the owner of a fact. Registered and revoked by maker-checker; what
  * a proposal may say, each rule broken answered 400 naming the field.
  */
-import type { ChangeStatus, PendingChange } from '../governance/change.js';
-import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
+import type { PendingChange } from '../governance/change.js';
+import { changeViewBase, changeViewDecision, readProposalFields, type RegistryChangeView } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
 import { invalid } from '../shared/errors.js';
 import { readName } from '../shared/names.js';
@@ -20,22 +20,11 @@ export type SourceRevokePayload = { kind: 'revoke'; name: string; registrationId
 export type SignalSourceChangePayload = SourceRegisterPayload | SourceRevokePayload;
 
 /** The change as the API shows it (bare object, the contract's property names). */
-export interface SignalSourceChangeView {
-  id: string;
-  kind: 'register' | 'revoke';
+export interface SignalSourceChangeView extends RegistryChangeView {
   name: string;
-  reason: string | null;
-  proposer: string;
-  status: ChangeStatus;
-  createdAt: string;
   endpoint?: string;
   publicKey?: string | null;
   keyId?: string | null;
-  registrationId?: string;
-  decider?: string;
-  decidedAt?: string;
-  rejectionReason?: string;
-  appliedAt?: string;
 }
 
 export function toSourceChangeView(c: PendingChange<SignalSourceChangePayload>): SignalSourceChangeView {

@@ -2,8 +2,8 @@
  * External connector changes and registrations (spec 2.5, CONTRACT "External connector
  * changes"): what a proposal may say, each rule broken answered 400 naming the field.
  */
-import type { ChangeStatus, PendingChange } from '../governance/change.js';
-import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
+import type { PendingChange } from '../governance/change.js';
+import { changeViewBase, changeViewDecision, readProposalFields, type RegistryChangeView } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
 import { namespaceOf } from '../execution/connectors.js';
 import { invalid } from '../shared/errors.js';
@@ -40,25 +40,12 @@ export type RevokePayload = { kind: 'revoke'; capability: string; registrationId
 export type ExternalConnectorChangePayload = RegisterPayload | RevokePayload;
 
 /** The External Connector Change as the API shows it (bare object, CONTRACT property names). */
-export interface ExternalConnectorChangeView {
-  id: string;
-  kind: 'register' | 'revoke';
+export interface ExternalConnectorChangeView extends RegistryChangeView {
   capability: string;
-  reason: string | null;
-  proposer: string;
-  status: ChangeStatus;
-  createdAt: string;
   endpoint?: string;
   policyName?: string;
   forwardedParameters?: string[];
   timeoutMs?: number;
-  /** Revoke: the registration it ends. */
-  registrationId?: string;
-  decider?: string;
-  decidedAt?: string;
-  rejectionReason?: string;
-  /** When the approved change took effect. */
-  appliedAt?: string;
 }
 
 export function toChangeView(c: PendingChange<ExternalConnectorChangePayload>): ExternalConnectorChangeView {

@@ -7,7 +7,7 @@
  */
 import type { Caller } from '../identity/caller.js';
 import type { Page } from '../ports/page.js';
-import type { PendingChange } from './change.js';
+import type { ChangeStatus, PendingChange } from './change.js';
 import { invalid } from '../shared/errors.js';
 import { isPlainObject } from '../shared/guards.js';
 import { makerCheckerFor, readStatusFilter, type GovernedKindDeps, type MakerChecker, type MakerCheckerDeps } from './maker-checker.js';
@@ -91,6 +91,27 @@ export function readProposalFields<K extends string>(
 }
 
 /** The common fields of a change's view (CONTRACT property names); the kind adds its payload's. */
+/**
+ * What the view of every registry change shows (external connectors, signal sources, MCP servers,
+ * bare objects with the contract's property names): the change and, once decided, its decision.
+ * Each registry adds what its register and revoke payloads hold.
+ */
+export interface RegistryChangeView {
+  id: string;
+  kind: 'register' | 'revoke';
+  reason: string | null;
+  proposer: string;
+  status: ChangeStatus;
+  createdAt: string;
+  /** Revoke: the registration it ends. */
+  registrationId?: string;
+  decider?: string;
+  decidedAt?: string;
+  rejectionReason?: string;
+  /** When the approved change took effect. */
+  appliedAt?: string;
+}
+
 export function changeViewBase<K extends string>(c: PendingChange<{ kind: K }>) {
   return {
     id: c.id,

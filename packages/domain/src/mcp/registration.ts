@@ -4,8 +4,8 @@
  * egress rule of an external connector) or as a `stdio` server the operator named in
  * SVC_MCP_STDIO_SERVERS: a proposal names the server, never a command.
  */
-import type { ChangeStatus, PendingChange } from '../governance/change.js';
-import { changeViewBase, changeViewDecision, readProposalFields } from '../governance/governed-registry.js';
+import type { PendingChange } from '../governance/change.js';
+import { changeViewBase, changeViewDecision, readProposalFields, type RegistryChangeView } from '../governance/governed-registry.js';
 import { readEndpoint } from '../egress/endpoint.js';
 import { readConnectorTimeout, readPolicyName } from '../external-connectors/registration.js';
 import { invalid } from '../shared/errors.js';
@@ -45,24 +45,13 @@ export type McpServerRevokePayload = { kind: 'revoke'; name: string; registratio
 export type McpServerChangePayload = McpServerRegisterPayload | McpServerRevokePayload;
 
 /** The change as the API shows it (bare object). */
-export interface McpServerChangeView {
-  id: string;
-  kind: 'register' | 'revoke';
+export interface McpServerChangeView extends RegistryChangeView {
   name: string;
-  reason: string | null;
-  proposer: string;
-  status: ChangeStatus;
-  createdAt: string;
   url?: string | null;
   stdio?: string | null;
   policyName?: string;
   tools?: string[];
   timeoutMs?: number;
-  registrationId?: string;
-  decider?: string;
-  decidedAt?: string;
-  rejectionReason?: string;
-  appliedAt?: string;
 }
 
 export function toMcpServerChangeView(c: PendingChange<McpServerChangePayload>): McpServerChangeView {
