@@ -581,7 +581,7 @@ function bindMcpGateway(c: Container): void {
       execution: get(ctx, TOKENS.ExecutionService),
       held: get(ctx, TOKENS.HeldTransactions),
       holdSeconds: get<Settings>(ctx, TOKENS.Settings).mcp.holdSeconds,
-      policyInEffect: async (name) => (await policies.inEffect()).find((p) => p.name === name)?.version,
+      policyInEffect: (name) => policies.versionInEffect(name),
       ids: get(ctx, TOKENS.IdGenerator),
     });
   });

@@ -113,6 +113,8 @@ describe.each(STORAGE_TARGETS)('governance stores on $name', (factory) => {
       const inEffect = (await policies.inEffect()).filter((p) => p.name.startsWith('effect-'));
       expect(inEffect.map((p) => `${p.name}@${p.version}`)).toEqual(['effect-a@3.0.0', 'effect-b@0.9.0']);
       expect(inEffect[0]!.content).toEqual(doc('effect-a', '3.0.0'));
+      // One name's version in effect is the same as the list's.
+      expect([await policies.versionInEffect('effect-a'), await policies.versionInEffect('effect-b'), await policies.versionInEffect('effect-none')]).toEqual(['3.0.0', '0.9.0', undefined]);
     });
   });
 

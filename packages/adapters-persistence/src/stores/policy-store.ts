@@ -58,4 +58,17 @@ export class TypeOrmPolicyStore implements PolicyStore {
       .getMany();
     return rows.map(toVersion);
   }
+
+  /** The same order as `inEffect`: approved last, and of those inserted last. */
+  async versionInEffect(name: string): Promise<string | undefined> {
+    const row = await this.repo
+      .createQueryBuilder('p')
+      .select('p.version', 'version')
+      .where('p.name = :name', { name })
+      .orderBy('p.approved_at', 'DESC')
+      .addOrderBy('p.seq', 'DESC')
+      .limit(1)
+      .getRawOne<{ version: string }>();
+    return row?.version;
+  }
 }

@@ -27,4 +27,8 @@ export class InMemoryPolicyStore implements PolicyStore {
     }
     return [...latest.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((v) => structuredClone(v));
   }
+
+  async versionInEffect(name: string): Promise<string | undefined> {
+    return (await this.inEffect()).find((v) => v.name === name)?.version;
+  }
 }

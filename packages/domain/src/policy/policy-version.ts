@@ -29,6 +29,11 @@ export interface PolicyStore {
   find(ref: PolicyRef): Promise<PolicyVersion | undefined>;
   /** The version in effect of every policy name, ordered by name. */
   inEffect(): Promise<PolicyVersion[]>;
+  /**
+   * The version in effect of one name, as `inEffect` would give it: read on every MCP tool call,
+   * so it reads one name's versions and no document.
+   */
+  versionInEffect(name: string): Promise<string | undefined>;
 }
 
 /** Spec 7: 404 without a code. */
