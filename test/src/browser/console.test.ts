@@ -457,6 +457,13 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await tab.goto(`${server.url}/console#/records/${impactDecisions[0]}`);
       await tab.locator('[data-testid="verdict"][data-valid="true"]').waitFor({ timeout: 30_000 });
       await expectAccessible(tab, 'deep-link-record');
+      // The held transaction is found among the records by its outcome, and its record page leads to the decision.
+      await tab.goto(`${server.url}/console#/records?outcome=HELD`);
+      await tab.locator('table.records tbody').getByRole('link', { name: id }).click();
+      await tab.getByTestId('held-notice').waitFor();
+      await expectAccessible(tab, 'held-record');
+      await tab.getByTestId('held-notice').getByRole('link', { name: 'Open it to decide' }).click();
+      await tab.getByRole('button', { name: 'Prepare what to sign' }).waitFor();
       // And one opened before sign-in in a fresh browser.
       const fresh = await newPage();
       await fresh.goto(`${server.url}/console#/records/${impactDecisions[1]}`);
