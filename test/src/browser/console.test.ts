@@ -113,7 +113,8 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
   }
 
   async function expectAccessible(page: Page, name: string): Promise<void> {
-    await page.evaluate(AXE);
+    // Once per document: the console is one page, so axe stays loaded across its views.
+    if (!(await page.evaluate(() => typeof axe !== 'undefined'))) await page.evaluate(AXE);
     const result = await page.evaluate(() => axe.run(document, { resultTypes: ['violations'] }));
     const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => JSON.stringify(n.target)).join(', ')}`);
     expect(`${name}: ${serious.join('\n')}`).toBe(`${name}: `);
