@@ -412,14 +412,14 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
   );
 
   it(
-    "shows a person's own held transaction and own MCP-server proposal as theirs, with nothing to decide (and the service refuses them too)",
+    "shows a person's own held transaction and own MCP-server proposal as theirs, with nothing to decide (and the service refuses them too); the open page follows another person's decision",
     async () => {
       const id = await heldRest(alice, { amount: 30_000, country: 'FR' });
       const proposed = await post('/mcp-servers/changes', alice, { kind: 'register', name: 'own-notes', stdio: 'scripted', policyName: 'mcp-echo', tools: ['echo'], reason: 'mine' });
       expect(proposed.status).toBe(201);
       const page = await newPage();
       await signIn(page, alice);
-      for (const [kind, itemId] of [['held', id], ['mcp-server', proposed.body.id as string]] as const) {
+      for (const [kind, itemId] of [['mcp-server', proposed.body.id as string], ['held', id]] as const) {
         await page.goto(`${server.url}/console#/inbox`);
         const row = page.locator(`tr[data-kind="${kind}"][data-id="${itemId}"]`);
         await row.waitFor();
@@ -435,6 +435,12 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       const self = await post(`/overrides/${id}/approve`, alice, heldApproval(alice, { businessTransactionId: id, intent: { action: held.action }, signals: held.signals }));
       expect(self.status).toBe(403);
       expect((await post(`/mcp-servers/changes/${proposed.body.id}/approve`, alice, envelope(alice, proposed.body.id, 'approve'))).status).toBe(403);
+      // Bob rejects it meanwhile: the page, left open, reads it again by itself and says so.
+      expect((await post(`/overrides/${id}/reject`, bob, envelope(bob, id, 'reject', { pendingPolicyChangeId: undefined, businessTransactionId: id, reason: 'Not yours to run' }))).status).toBe(200);
+      await page.locator('[data-testid="status"]', { hasText: 'REJECTED' }).waitFor({ timeout: 30_000 });
+      expect(await page.locator('dl.facts').innerText()).toMatch(/Decided by\s+bob — “Not yours to run”/);
+      expect(await page.getByTestId('own').count()).toBe(0);
+      await expectAccessible(page, 'own-held-rejected-meanwhile');
       expect(problems).toEqual([]);
       await page.context().close();
     },
