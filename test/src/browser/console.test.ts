@@ -412,14 +412,15 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
   );
 
   it(
-    "shows a person's own held transaction and own MCP-server proposal as theirs, with nothing to decide (and the service refuses them too); the open page follows another person's decision",
+    "shows a person's own policy proposal, MCP-server proposal and held transaction as theirs, with nothing to decide (and the service refuses them too); the inbox and an open item follow what happens meanwhile",
     async () => {
       const id = await heldRest(alice, { amount: 30_000, country: 'FR' });
-      const proposed = await post('/mcp-servers/changes', alice, { kind: 'register', name: 'own-notes', stdio: 'scripted', policyName: 'mcp-echo', tools: ['echo'], reason: 'mine' });
-      expect(proposed.status).toBe(201);
+      const server2 = await post('/mcp-servers/changes', alice, { kind: 'register', name: 'own-notes', stdio: 'scripted', policyName: 'mcp-echo', tools: ['echo'], reason: 'mine' });
+      expect(server2.status).toBe(201);
+      const policy = await proposal({ ...EXEC_POLICY, name: 'own-test', policyVersion: '1.0.0' }, '1.0.0', 'mine');
       const page = await newPage();
       await signIn(page, alice);
-      for (const [kind, itemId] of [['mcp-server', proposed.body.id as string], ['held', id]] as const) {
+      for (const [kind, itemId] of [['policy', policy], ['mcp-server', server2.body.id as string], ['held', id]] as const) {
         await page.goto(`${server.url}/console#/inbox`);
         const row = page.locator(`tr[data-kind="${kind}"][data-id="${itemId}"]`);
         await row.waitFor();
@@ -430,14 +431,23 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
         expect(await page.locator('[data-testid="status"]').innerText()).toMatch(/PENDING/);
         await expectAccessible(page, `own-${kind}`);
       }
-      // Not a matter of the page only: the service refuses alice's own approval.
+      // Not a matter of the page only: the service refuses alice's own decisions.
       const held = (await get(`/overrides/${id}`)).body as Record<string, unknown>;
-      const self = await post(`/overrides/${id}/approve`, alice, heldApproval(alice, { businessTransactionId: id, intent: { action: held.action }, signals: held.signals }));
-      expect(self.status).toBe(403);
-      expect((await post(`/mcp-servers/changes/${proposed.body.id}/approve`, alice, envelope(alice, proposed.body.id, 'approve'))).status).toBe(403);
-      // Bob rejects it meanwhile: the page, left open, reads it again by itself and says so.
+      expect((await post(`/overrides/${id}/approve`, alice, heldApproval(alice, { businessTransactionId: id, intent: { action: held.action }, signals: held.signals }))).status).toBe(403);
+      expect((await post(`/mcp-servers/changes/${server2.body.id}/approve`, alice, envelope(alice, server2.body.id, 'approve'))).status).toBe(403);
+      expect((await post(`/policies/pending-changes/${policy}/approve`, alice, envelope(alice, policy, 'approve'))).status).toBe(403);
+
+      // Meanwhile, left open: the inbox in another tab shows a change proposed now, and the held
+      // transaction's page shows bob's rejection, both without a reload.
+      const inbox = await newPage(page.context());
+      await inbox.goto(`${server.url}/console#/inbox`);
+      await inbox.locator(`tr[data-id="${policy}"]`).waitFor();
+      const later = await proposal({ ...EXEC_POLICY, name: 'later-test', policyVersion: '1.0.0' }, '1.0.0', 'later');
       expect((await post(`/overrides/${id}/reject`, bob, envelope(bob, id, 'reject', { pendingPolicyChangeId: undefined, businessTransactionId: id, reason: 'Not yours to run' }))).status).toBe(200);
-      await page.locator('[data-testid="status"]', { hasText: 'REJECTED' }).waitFor({ timeout: 30_000 });
+      await Promise.all([
+        inbox.locator(`tr[data-id="${later}"]`).waitFor({ timeout: 45_000 }),
+        page.locator('[data-testid="status"]', { hasText: 'REJECTED' }).waitFor({ timeout: 45_000 }),
+      ]);
       expect(await page.locator('dl.facts').innerText()).toMatch(/Decided by\s+bob — “Not yours to run”/);
       expect(await page.getByTestId('own').count()).toBe(0);
       await expectAccessible(page, 'own-held-rejected-meanwhile');
@@ -481,28 +491,6 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       expect(problems).toEqual([]);
       await page.context().close();
       await fresh.context().close();
-    },
-    FLOW_TIMEOUT,
-  );
-
-  it(
-    "shows one's own proposal, but not as one's own to decide",
-    async () => {
-      const own = await proposal({ ...EXEC_POLICY, name: 'own-test', policyVersion: '1.0.0' }, '1.0.0', 'mine');
-      const page = await newPage();
-      await signIn(page, alice);
-      const row = page.locator(`tr[data-id="${own}"]`);
-      await row.waitFor();
-      expect(await row.innerText()).toContain('yours');
-      // The inbox refreshes by itself: a change proposed now appears without a reload.
-      const later = await proposal({ ...EXEC_POLICY, name: 'later-test', policyVersion: '1.0.0' }, '1.0.0', 'later');
-      await page.locator(`tr[data-id="${later}"]`).waitFor({ timeout: 45_000 });
-      await row.getByRole('link').click();
-      await page.getByTestId('own').waitFor();
-      expect(await page.getByRole('button', { name: 'Prepare what to sign' }).count()).toBe(0);
-      await expectAccessible(page, 'own-proposal');
-      expect(problems).toEqual([]);
-      await page.context().close();
     },
     FLOW_TIMEOUT,
   );
