@@ -263,11 +263,11 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       expect(await page.getByTestId('impact-summary').innerText()).toBe('Replayed the last 4 decisions of impact-test (1.0.0) with 1.1.0: 2 would change.');
       const rows = async (caption: string) =>
         impact.locator('table', { has: page.locator('caption', { hasText: caption }) }).locator('tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).textContent!.trim()));
-      expect(await rows('How they would change')).toEqual(['approve → requires_override2']);
+      expect(await rows('How they would change')).toEqual(['approve → needs a human2']);
       expect((await rows('Rule deciding under 1.1.0')).sort()).toEqual(['large2', 'ok1', 'sanctioned1']);
       // The examples: the two that change, newest first.
       const examples = await impact.locator('table.examples tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).textContent!.trim()));
-      expect(examples).toEqual([`${impactDecisions[3]}approve (ok)requires_override (large)`, `${impactDecisions[2]}approve (ok)requires_override (large)`]);
+      expect(examples).toEqual([`${impactDecisions[3]}approve (ok)needs a human (large)`, `${impactDecisions[2]}approve (ok)needs a human (large)`]);
       await expectAccessible(page, 'impact');
       await impact.getByRole('link', { name: impactDecisions[2] }).click();
       await page.waitForURL(new RegExp(`#/records/${impactDecisions[2]}$`));
