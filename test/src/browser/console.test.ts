@@ -1,30 +1,53 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHash, createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { canonicalize } from '@ets/adapters-crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import request from 'supertest';
-import { apiKeysEnv, bearer, businessTransaction, envelope, EXEC_POLICY, makeKey, REPO_ROOT, STORAGE_TARGETS, startTestServer, type TestKey, type TestServer } from '@ets/test-support';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { apiKeysEnv, bearer, businessTransaction, envelope, EXEC_POLICY, heldApproval, makeKey, REPO_ROOT, STORAGE_TARGETS, startTestServer, type TestKey, type TestServer } from '@ets/test-support';
 import { launchChromium } from '../support/browser.js';
+import { agent as mcpAgent, registerMcpServer, scripted, stdioServersFile, toolNames } from '../mcp/support.js';
 
 /**
- * The approvers' console in headless Chromium (Debian's), on both stores: sign-in (the key never
- * reaches the browser's storage), a policy change reviewed with its diff and impact and approved
- * with a key file, a refusal shown plainly, one's own proposal not decidable, a record verified in
- * the browser and a tampered copy shown red, the log's health and an alarm for a rewritten log,
- * sign-out; axe-core finds no serious or critical violation on any page; and the whole approval
- * done with the keyboard alone. Nothing is loaded from another host, and no CSP violation occurs.
+ * The approvers' console in headless Chromium (Debian's), on both stores, against the service's
+ * real routes (nothing mocked): sign-in (the key never reaches the browser's storage), a policy
+ * change reviewed with its diff and the impact preview the service computes over decisions made
+ * here (exact counts, an example opening its record), approved with a key file; an agent's MCP
+ * call (the SDK's own client) held until bob approves it here, after which the agent's call
+ * returns the tool's result; a held REST transaction rejected with a reason (its Refusal Record);
+ * an MCP-server registration approved; one's own proposals and held transactions shown but not
+ * decidable; deep links opened before sign-in; a record verified in the browser and a tampered
+ * copy shown red; the log's health and an alarm for a rewritten log; sign-out. axe-core finds no
+ * serious or critical violation on any page state, and a held transaction is approved with the key
+ * file using the keyboard alone. Nothing is loaded from another host, and no CSP violation occurs.
  * Screenshots go to test-artifacts/console/ (git-ignored), kept as artifacts of the run.
  */
 const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts', 'console');
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-const alice = makeKey('alice', { holder: 'USER', capabilities: ['*'], stepUp: true });
+const alice = makeKey('alice', { holder: 'USER', capabilities: ['*'], tenants: ['t1'], stepUp: true });
 const bob = makeKey('bob', { holder: 'USER', stepUp: true });
-const agent = makeKey('agent-7', { holder: 'SERVICE', capabilities: ['sandbox:echo'], tenants: ['t1'] });
+const agent = makeKey('agent-7', { holder: 'SERVICE', capabilities: ['sandbox:echo', 'mcp-scripted:echo', 'mcp-notes:echo'], tenants: ['t1'] });
 const FLOW_TIMEOUT = 240_000;
+
+/** The impact preview's policy: exec-test's rules under a name of its own, so its decisions are only the test's. */
+const IMPACT_POLICY = { ...EXEC_POLICY, name: 'impact-test' };
+/** The MCP servers' policy: a text that publishes something waits for a human. */
+const MCP_POLICY = {
+  name: 'mcp-echo',
+  policyVersion: '1.0.0',
+  description: 'console tests: MCP calls',
+  signalsSchema: { text: { type: 'string' as const } },
+  rules: [
+    { id: 'needs-a-human', when: "has(signals.text) && signals.text.startsWith('publish')", action: 'approve' as const, requires_override: true, reason: 'Publishing needs a second look' },
+    { id: 'ok', when: 'true', action: 'approve' as const, reason: 'Harmless' },
+  ],
+  default: { action: 'reject' as const, reason: 'No rule matched' },
+};
+type ToolResult = { content: { type: string; text?: string }[]; isError?: boolean; _meta?: Record<string, Record<string, unknown>> };
 
 type AxeResult = { violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] };
 declare const axe: { run(context: unknown, options: unknown): Promise<AxeResult> };
@@ -43,7 +66,29 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
   const problems: string[] = [];
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${factory.name}-${name}.png`), fullPage: true });
 
+  let stdio: { file: string; dir: string };
+  /** The agent: the MCP SDK's own client over Streamable HTTP, with agent-7's bearer key. */
+  let mcp: Client;
+  /** The transactions impact-test 1.0.0 decided, oldest first: approved, refused, approved, approved. */
+  const impactDecisions: string[] = [];
+
   const post = (p: string, key: TestKey, body: unknown) => request(server.url).post(p).set('authorization', bearer(key)).send(body as object);
+  const get = (p: string) => request(server.url).get(p).set('authorization', bearer(bob));
+  /** A transaction POST /execute answers held (202 PENDING_OVERRIDE): exec-test sends amounts above 10000 to a human. */
+  async function heldRest(caller: TestKey, signals: Record<string, unknown>): Promise<string> {
+    const tx = businessTransaction({ signals, authority: { principalId: caller.record.callerId, authorityId: 'auth-1' } });
+    const res = await post('/execute', caller, tx);
+    expect([res.status, res.body.executionStatus ?? res.body.status]).toEqual([202, 'PENDING_OVERRIDE']);
+    return tx.businessTransactionId as string;
+  }
+  /** The pending held transaction that `match` picks, once the service lists it. */
+  async function heldWhere(match: (h: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+    for (const until = Date.now() + 30_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+      const found = ((await get('/overrides?status=PENDING&pageSize=100')).body.items as Record<string, unknown>[]).find(match);
+      if (found) return found;
+    }
+    throw new Error('no such held transaction');
+  }
   /** A first version of a policy, proposed by alice and approved by bob through the API. */
   async function published(doc: Record<string, unknown>): Promise<void> {
     const proposed = await post(`/policies/${doc.name}/${doc.policyVersion}/pending-changes`, alice, { proposedContent: doc, reason: 'first version' });
@@ -68,7 +113,8 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
   }
 
   async function expectAccessible(page: Page, name: string): Promise<void> {
-    await page.evaluate(AXE);
+    // Once per document: the console is one page, so axe stays loaded across its views.
+    if (!(await page.evaluate(() => typeof axe !== 'undefined'))) await page.evaluate(AXE);
     const result = await page.evaluate(() => axe.run(document, { resultTypes: ['violations'] }));
     const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => JSON.stringify(n.target)).join(', ')}`);
     expect(`${name}: ${serious.join('\n')}`).toBe(`${name}: `);
@@ -84,16 +130,31 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    [server, browser] = await Promise.all([startTestServer(factory, { ...apiKeysEnv(alice, bob, agent), SVC_SANDBOX: 'true' }), launchChromium()]);
-    await published({ ...EXEC_POLICY });
+    stdio = stdioServersFile((dir) => ({ scripted: scripted(path.join(dir, 'scripted.log')) }));
+    [server, browser] = await Promise.all([
+      startTestServer(factory, { ...apiKeysEnv(alice, bob, agent), SVC_SANDBOX: 'true', SVC_MCP_STDIO_SERVERS: stdio.file, SVC_MCP_HOLD_SECONDS: '120' }),
+      launchChromium(),
+    ]);
+    for (const doc of [EXEC_POLICY, IMPACT_POLICY, MCP_POLICY]) await published({ ...doc });
     for (const signals of [{ amount: 120, country: 'FR' }, { amount: 50, country: 'KP' }, { amount: 9000, country: 'DE' }]) {
       const res = await post('/execute', agent, businessTransaction({ signals }));
       expect([200, 403]).toContain(res.status);
     }
+    for (const signals of [{ amount: 120, country: 'FR' }, { amount: 50, country: 'KP' }, { amount: 9000, country: 'DE' }, { amount: 7000, country: 'US' }]) {
+      const tx = businessTransaction({ signals, policy: { name: 'impact-test', version: '1.0.0' } });
+      expect((await post('/execute', agent, tx)).status).toBe(signals.country === 'KP' ? 403 : 200);
+      impactDecisions.push(tx.businessTransactionId as string);
+    }
+    await registerMcpServer(server.url, alice, bob, { name: 'scripted', stdio: 'scripted', policyName: 'mcp-echo', tools: ['echo'] });
+    mcp = await mcpAgent(server.url, agent);
+    // A cold start: the first listing of a stdio server may end before its process is up.
+    await toolNames(mcp, (names) => names.includes('scripted__echo'));
   }, FLOW_TIMEOUT);
   afterAll(async () => {
+    await mcp?.close();
     await browser?.close();
     await server?.destroy();
+    if (stdio) rmSync(stdio.dir, { recursive: true, force: true });
   });
 
   it('serves the page under a strict CSP with every asset from this service', async () => {
@@ -144,10 +205,9 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await diff.locator('tr[data-change="changed"]').first().waitFor();
       expect(await diff.locator('tr[data-change="changed"] td.del').allInnerTexts()).toEqual(expect.arrayContaining([expect.stringContaining('"policyVersion": "1.0.0"'), expect.stringContaining('10000')]));
       expect(await diff.locator('tr[data-change="changed"] td.ins').allInnerTexts()).toEqual(expect.arrayContaining([expect.stringContaining('"policyVersion": "1.1.0"'), expect.stringContaining('5000')]));
-      // The impact preview: the replay when the service has it, or a plain word that it has not.
-      const impact = page.getByTestId('impact');
-      await impact.locator('[data-testid="impact-summary"], .notice').first().waitFor();
-      expect(await impact.innerText()).toMatch(/Replayed the last \d+ decisions? of exec-test|Impact preview unavailable/);
+      await page.getByTestId('impact-summary').waitFor();
+      // exec-test decided three (beforeAll); from 5000, the one of 9000 would wait for a human.
+      expect(await page.getByTestId('impact-summary').innerText()).toBe('Replayed the last 3 decisions of exec-test (1.0.0) with 1.1.0: 1 would change.');
       await expectAccessible(page, 'policy-change');
 
       // A key file that is not bob's registered step-up key: refused, and said so plainly.
@@ -190,65 +250,29 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
   );
 
   it(
-    'shows an impact preview as the service answers it, its examples opening their records, and a held MCP call with what its approval binds to',
+    'shows the impact preview the service computes over known decisions, with exact counts, its example opening a record that verifies',
     async () => {
-      // The routes of the impact preview and of held transactions are answered here as CONTRACT shapes them
-      // (their own suites test the service's side): the page's rendering and signing are what is tested.
-      const changeId = await proposal({ ...EXEC_POLICY, name: 'impact-test', policyVersion: '1.0.0' }, '1.0.0', 'impact');
-      const example = (await request(server.url).get('/transactions?callerId=agent-7&outcome=REFUSED').set('authorization', bearer(bob))).body.items[0].businessTransactionId as string;
+      // impact-test 1.0.0 decided four transactions (beforeAll); 1.1.0 sends amounts above 5000 to a human.
+      const changed = { ...IMPACT_POLICY, policyVersion: '1.1.0', rules: IMPACT_POLICY.rules.map((r) => (r.id === 'large' ? { ...r, when: 'has(signals.amount) && signals.amount > 5000' } : r)) };
+      const changeId = await proposal(changed, '1.0.0', 'Second look from 5000');
       const page = await newPage();
-      await page.route(`**/policies/pending-changes/${changeId}/impact?limit=1000`, (route) =>
-        route.fulfill({
-          json: {
-            policyName: 'impact-test', fromVersion: null, toVersion: '1.0.0', replayed: 40, changed: 3,
-            byTransition: { 'approve->reject': 2, 'reject->approve': 1 }, byRule: { sanctioned: 2, ok: 1 },
-            examples: [{ businessTransactionId: example, before: { action: 'reject', matchedRuleId: 'sanctioned' }, after: { action: 'approve', matchedRuleId: 'ok' } }],
-          },
-        }),
-      );
-      const held = {
-        businessTransactionId: '0b6a3c1e-5f2d-4c8a-9e7b-1d2f3a4b5c6d', callerId: 'agent-7', action: 'mcp-files:delete-file',
-        parameters: { path: '/srv/reports/q3.pdf' }, signals: { path: '/srv/reports/q3.pdf' }, signalsHash: 'e'.repeat(64), businessTransactionHash: 'f'.repeat(64),
-        policy: { name: 'exec-test', version: '1.0.0', contentHash: 'a'.repeat(64) },
-        decision: { action: 'approve', matchedRuleId: 'large', reason: 'Large transfer needs a second look' },
-        status: 'PENDING', createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 90_000).toISOString(),
-      };
-      await page.route('**/overrides?status=PENDING*', (route) => route.fulfill({ json: { items: [held], page: 1, pageSize: 100, total: 1 } }));
-      await page.route(`**/overrides/${held.businessTransactionId}`, (route) => route.fulfill({ json: held }));
       await signIn(page, bob);
-
       await page.locator(`tr[data-id="${changeId}"]`).getByRole('link').click();
+      const impact = page.getByTestId('impact');
       await page.getByTestId('impact-summary').waitFor();
-      expect(await page.getByTestId('impact-summary').innerText()).toMatch(/Replayed the last 40 decisions of impact-test .*: 3 would change/);
-      expect(await page.getByTestId('impact').innerText()).toMatch(/approve → reject\s+2/);
+      expect(await page.getByTestId('impact-summary').innerText()).toBe('Replayed the last 4 decisions of impact-test (1.0.0) with 1.1.0: 2 would change.');
+      const rows = async (caption: string) =>
+        impact.locator('table', { has: page.locator('caption', { hasText: caption }) }).locator('tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).textContent!.trim()));
+      expect(await rows('How they would change')).toEqual(['approve → needs a human2']);
+      expect((await rows('Rule deciding under 1.1.0')).sort()).toEqual(['large2', 'ok1', 'sanctioned1']);
+      // The examples: the two that change, newest first.
+      const examples = await impact.locator('table.examples tbody tr').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).textContent!.trim()));
+      expect(examples).toEqual([`${impactDecisions[3]}approve (ok)needs a human (large)`, `${impactDecisions[2]}approve (ok)needs a human (large)`]);
       await expectAccessible(page, 'impact');
-      await page.getByTestId('impact').getByRole('link', { name: example }).click();
-      await page.getByTestId('verdict').waitFor({ timeout: 30_000 });
-
-      // The held MCP call: in the inbox with its deadline, then its arguments and the approval's binding.
-      await page.getByRole('link', { name: 'Inbox' }).click();
-      const row = page.locator(`tr[data-kind="held"][data-id="${held.businessTransactionId}"]`);
-      await row.waitFor();
-      expect(await row.innerText()).toMatch(/MCP call files → delete-file[\s\S]*in (1|2) min/);
-      await row.getByRole('link').click();
-      await page.getByText('tool delete-file of server files').waitFor();
-      await expectAccessible(page, 'held-mcp-call');
-      await page.getByLabel('Approve').check();
-      await page.getByLabel(/Your step-up key file/).setInputFiles({ name: 'bob.pem', mimeType: 'application/x-pem-file', buffer: Buffer.from(bob.stepUpPrivateKeyPem!) });
-      await page.getByRole('button', { name: 'Prepare what to sign' }).click();
-      const payload = JSON.parse(await page.getByTestId('payload').innerText()) as Record<string, unknown>;
-      // exec-test names no approvalScope: the approval scopes the transaction itself; its signalsHash is the signals'.
-      expect(payload).toMatchObject({ approverId: 'bob', businessTransactionId: held.businessTransactionId, action: 'mcp-files:delete-file', scope: { field: 'resourceId', resourceId: held.businessTransactionId } });
-      expect(payload.signalsHash).toBe(createHash('sha256').update(canonicalize(held.signals)).digest('hex'));
-      let sent: { payload: unknown; signature: string } | undefined;
-      await page.route(`**/overrides/${held.businessTransactionId}/approve`, async (route) => {
-        sent = route.request().postDataJSON() as typeof sent;
-        await route.fulfill({ json: { businessTransactionId: held.businessTransactionId, executionStatus: 'EXECUTED' } });
-      });
-      await page.getByRole('button', { name: 'Sign and approve' }).click();
-      await page.getByTestId('decided').waitFor();
-      expect(sent!.payload).toEqual(payload);
-      expect(verify(null, Buffer.from(canonicalize(payload)), createPublicKey(bob.stepUpPrivateKeyPem!), Buffer.from(sent!.signature, 'base64'))).toBe(true);
+      await impact.getByRole('link', { name: impactDecisions[2] }).click();
+      await page.waitForURL(new RegExp(`#/records/${impactDecisions[2]}$`));
+      await page.locator('[data-testid="verdict"][data-valid="true"]').waitFor({ timeout: 30_000 });
+      await expectAccessible(page, 'impact-example-record');
       expect(problems).toEqual([]);
       await page.context().close();
     },
@@ -256,23 +280,217 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
   );
 
   it(
-    "shows one's own proposal, but not as one's own to decide",
+    "holds an agent's MCP call until bob approves it in the console with his key file; the agent's call then returns the tool's result, and its record verifies",
     async () => {
-      const own = await proposal({ ...EXEC_POLICY, name: 'own-test', policyVersion: '1.0.0' }, '1.0.0', 'mine');
+      const text = `publish the quarterly report ${randomUUID()}`;
+      let settled = false;
+      const answer = mcp.callTool({ name: 'scripted__echo', arguments: { text } }, undefined, { timeout: FLOW_TIMEOUT }).finally(() => (settled = true)) as Promise<ToolResult>;
+      const held = await heldWhere((h) => (h.parameters as { text?: string }).text === text);
+      const id = held.businessTransactionId as string;
+      expect(held).toMatchObject({ callerId: 'agent-7', action: 'mcp-scripted:echo', status: 'PENDING' });
+
       const page = await newPage();
-      await signIn(page, alice);
-      const row = page.locator(`tr[data-id="${own}"]`);
+      await signIn(page, bob);
+      const row = page.locator(`tr[data-kind="held"][data-id="${id}"]`);
       await row.waitFor();
-      expect(await row.innerText()).toContain('yours');
-      // The inbox refreshes by itself: a change proposed now appears without a reload.
-      const later = await proposal({ ...EXEC_POLICY, name: 'later-test', policyVersion: '1.0.0' }, '1.0.0', 'later');
-      await page.locator(`tr[data-id="${later}"]`).waitFor({ timeout: 45_000 });
+      expect(await row.innerText()).toMatch(/MCP call scripted → echo[\s\S]*needs-a-human: Publishing needs a second look[\s\S]*agent-7[\s\S]*in (1|2) min/);
+      await expectAccessible(page, 'inbox-held-mcp-call');
       await row.getByRole('link').click();
-      await page.getByTestId('own').waitFor();
-      expect(await page.getByRole('button', { name: 'Prepare what to sign' }).count()).toBe(0);
-      await expectAccessible(page, 'own-proposal');
+      await page.getByText('tool echo of server scripted').waitFor();
+      const facts = await page.locator('dl.facts').innerText();
+      expect(facts).toMatch(/Decision\s+approve \(needs a human\)/);
+      expect(facts).toMatch(/Rule\s+needs-a-human/);
+      expect(facts).toContain(createHash('sha256').update(canonicalize({ text })).digest('hex'));
+      expect(JSON.parse(await page.getByLabel('Parameters').innerText())).toEqual({ text });
+      expect(JSON.parse(await page.getByLabel('Signals').innerText())).toEqual({ text });
+      expect(await page.locator('.status-line').innerText()).toMatch(/PENDING asked by agent-7 .* decided by expiry in (1|2) min/);
+      await expectAccessible(page, 'held-mcp-call');
+      expect(settled).toBe(false);
+
+      await page.getByLabel('Approve').check();
+      await page.getByLabel(/Your step-up key file/).setInputFiles({ name: 'bob.pem', mimeType: 'application/x-pem-file', buffer: Buffer.from(bob.stepUpPrivateKeyPem!) });
+      await page.getByRole('button', { name: 'Prepare what to sign' }).click();
+      const payload = JSON.parse(await page.getByTestId('payload').innerText()) as Record<string, unknown>;
+      // mcp-echo names no approvalScope: the approval scopes the transaction itself; its signalsHash is the signals'.
+      expect(payload).toMatchObject({ approverId: 'bob', businessTransactionId: id, action: 'mcp-scripted:echo', scope: { field: 'resourceId', resourceId: id } });
+      expect(payload.signalsHash).toBe(held.signalsHash);
+      await expectAccessible(page, 'held-mcp-call-payload');
+      await page.getByRole('button', { name: 'Sign and approve' }).click();
+      await page.getByTestId('decided').waitFor();
+      await page.locator('[data-testid="status"]', { hasText: 'APPROVED' }).waitFor();
+
+      // The agent's call, waiting all along, returns what the tool answered, with its Trust Record.
+      const result = await answer;
+      expect(result.isError).toBeUndefined();
+      expect(result.content).toEqual([{ type: 'text', text: `echo: ${text}` }]);
+      expect(result._meta!['ets/trustRecord']).toMatchObject({ businessTransactionId: id });
+      const record = (await get(`/trust-records/${id}`)).body as { override: { approverId: string }; executions: unknown[] };
+      expect(record.override.approverId).toBe('bob');
+      expect(record.executions).toHaveLength(1);
+      await shot(page, 'held-mcp-call-approved');
+      await page.getByRole('link', { name: 'Its record' }).click();
+      await page.locator('[data-testid="verdict"][data-valid="true"]').waitFor({ timeout: 30_000 });
+      expect(await page.locator('dl.facts').innerText()).toMatch(/Outcome\s+EXECUTED/);
+      await expectAccessible(page, 'held-mcp-call-record');
       expect(problems).toEqual([]);
       await page.context().close();
+    },
+    FLOW_TIMEOUT,
+  );
+
+  it(
+    'rejects a held REST transaction in the console with a reason: it is refused with a signed Refusal Record, which verifies in the browser',
+    async () => {
+      const id = await heldRest(agent, { amount: 25_000, country: 'FR' });
+      const page = await newPage();
+      await signIn(page, bob);
+      const row = page.locator(`tr[data-kind="held"][data-id="${id}"]`);
+      await row.waitFor();
+      expect(await row.innerText()).toMatch(/Held sandbox:echo[\s\S]*large: Large transfer needs a second look/);
+      await row.getByRole('link').click();
+      await page.getByRole('heading', { name: 'Parameters' }).waitFor();
+      await page.getByLabel('Reject', { exact: true }).check();
+      await page.getByLabel(/Reason/).fill('Not before the audit');
+      await page.getByLabel(/Your step-up key file/).setInputFiles({ name: 'bob.pem', mimeType: 'application/x-pem-file', buffer: Buffer.from(bob.stepUpPrivateKeyPem!) });
+      await page.getByRole('button', { name: 'Prepare what to sign' }).click();
+      const payload = JSON.parse(await page.getByTestId('payload').innerText()) as Record<string, unknown>;
+      expect(payload).toEqual({ businessTransactionId: id, action: 'reject', callerId: 'bob', reason: 'Not before the audit', expiresAt: expect.any(String), nonce: expect.any(String) });
+      await expectAccessible(page, 'held-rest-reject-payload');
+      await page.getByRole('button', { name: 'Sign and reject' }).click();
+      await page.getByTestId('decided').waitFor();
+      await page.locator('[data-testid="status"]', { hasText: 'REJECTED' }).waitFor();
+      await expectAccessible(page, 'held-rest-rejected');
+
+      const refusal = await get(`/refusal/${id}`);
+      expect(refusal.status).toBe(200);
+      expect(refusal.body).toMatchObject({ recordType: 'refusal-record', matchedRuleId: 'override-rejected' });
+      expect(JSON.stringify(refusal.body)).toContain('Not before the audit');
+      expect((await get(`/overrides/${id}`)).body).toMatchObject({ status: 'REJECTED', decidedBy: 'bob' });
+      // The transaction's own page: the Refusal Record, verified here.
+      await page.locator('dl.facts').getByRole('link', { name: id }).click();
+      await page.locator('[data-testid="verdict"][data-valid="true"]').waitFor({ timeout: 30_000 });
+      expect(await page.locator('dl.facts').innerText()).toMatch(/Record\s+Refusal Record/);
+      await expectAccessible(page, 'held-rest-refusal-record');
+      expect(problems).toEqual([]);
+      await page.context().close();
+    },
+    FLOW_TIMEOUT,
+  );
+
+  it(
+    'approves an MCP-server registration in the console; the agent then sees its tools',
+    async () => {
+      const proposed = await post('/mcp-servers/changes', alice, { kind: 'register', name: 'notes', stdio: 'scripted', policyName: 'mcp-echo', tools: ['echo'], reason: 'Notes for the agents' });
+      expect(proposed.status).toBe(201);
+      const changeId = proposed.body.id as string;
+      const page = await newPage();
+      await signIn(page, bob);
+      const row = page.locator(`tr[data-kind="mcp-server"][data-id="${changeId}"]`);
+      await row.waitFor();
+      expect(await row.innerText()).toMatch(/MCP server register notes[\s\S]*scripted — “Notes for the agents”[\s\S]*alice/);
+      await row.getByRole('link').click();
+      await page.getByRole('button', { name: 'Prepare what to sign' }).waitFor();
+      const facts = await page.locator('dl.facts').innerText();
+      expect(facts).toMatch(/stdio\s+scripted/);
+      expect(facts).toMatch(/policyName\s+mcp-echo/);
+      expect(facts).toMatch(/tools\s+\["echo"\]/);
+      await expectAccessible(page, 'mcp-server-change');
+      await page.getByLabel('Approve').check();
+      await page.getByLabel(/Your step-up key file/).setInputFiles({ name: 'bob.pem', mimeType: 'application/x-pem-file', buffer: Buffer.from(bob.stepUpPrivateKeyPem!) });
+      await page.getByRole('button', { name: 'Prepare what to sign' }).click();
+      expect(JSON.parse(await page.getByTestId('payload').innerText())).toEqual({ pendingPolicyChangeId: changeId, action: 'approve', callerId: 'bob', expiresAt: expect.any(String), nonce: expect.any(String) });
+      await page.getByRole('button', { name: 'Sign and approve' }).click();
+      await page.getByTestId('decided').waitFor();
+      await page.locator('[data-testid="status"]', { hasText: 'APPROVED' }).waitFor();
+      await expectAccessible(page, 'mcp-server-approved');
+      expect((await get('/mcp-servers')).body.items).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'notes', proposer: 'alice', approvedBy: 'bob' })]));
+      expect(await toolNames(mcp, (names) => names.includes('notes__echo'))).toContain('notes__echo');
+      expect(problems).toEqual([]);
+      await page.context().close();
+    },
+    FLOW_TIMEOUT,
+  );
+
+  it(
+    "shows a person's own policy proposal, MCP-server proposal and held transaction as theirs, with nothing to decide (and the service refuses them too); the inbox and an open item follow what happens meanwhile",
+    async () => {
+      const id = await heldRest(alice, { amount: 30_000, country: 'FR' });
+      const server2 = await post('/mcp-servers/changes', alice, { kind: 'register', name: 'own-notes', stdio: 'scripted', policyName: 'mcp-echo', tools: ['echo'], reason: 'mine' });
+      expect(server2.status).toBe(201);
+      const policy = await proposal({ ...EXEC_POLICY, name: 'own-test', policyVersion: '1.0.0' }, '1.0.0', 'mine');
+      const page = await newPage();
+      await signIn(page, alice);
+      for (const [kind, itemId] of [['policy', policy], ['mcp-server', server2.body.id as string], ['held', id]] as const) {
+        await page.goto(`${server.url}/console#/inbox`);
+        const row = page.locator(`tr[data-kind="${kind}"][data-id="${itemId}"]`);
+        await row.waitFor();
+        expect(await row.innerText()).toContain('yours');
+        await row.getByRole('link').click();
+        await page.getByTestId('own').waitFor();
+        expect(await page.getByRole('button', { name: 'Prepare what to sign' }).count()).toBe(0);
+        expect(await page.locator('[data-testid="status"]').innerText()).toMatch(/PENDING/);
+        await expectAccessible(page, `own-${kind}`);
+      }
+      // Not a matter of the page only: the service refuses alice's own decisions.
+      const held = (await get(`/overrides/${id}`)).body as Record<string, unknown>;
+      expect((await post(`/overrides/${id}/approve`, alice, heldApproval(alice, { businessTransactionId: id, intent: { action: held.action }, signals: held.signals }))).status).toBe(403);
+      expect((await post(`/mcp-servers/changes/${server2.body.id}/approve`, alice, envelope(alice, server2.body.id, 'approve'))).status).toBe(403);
+      expect((await post(`/policies/pending-changes/${policy}/approve`, alice, envelope(alice, policy, 'approve'))).status).toBe(403);
+
+      // Meanwhile, left open: the inbox in another tab shows a change proposed now, and the held
+      // transaction's page shows bob's rejection, both without a reload.
+      const inbox = await newPage(page.context());
+      await inbox.goto(`${server.url}/console#/inbox`);
+      await inbox.locator(`tr[data-id="${policy}"]`).waitFor();
+      const later = await proposal({ ...EXEC_POLICY, name: 'later-test', policyVersion: '1.0.0' }, '1.0.0', 'later');
+      expect((await post(`/overrides/${id}/reject`, bob, envelope(bob, id, 'reject', { pendingPolicyChangeId: undefined, businessTransactionId: id, reason: 'Not yours to run' }))).status).toBe(200);
+      await Promise.all([
+        inbox.locator(`tr[data-id="${later}"]`).waitFor({ timeout: 45_000 }),
+        page.locator('[data-testid="status"]', { hasText: 'REJECTED' }).waitFor({ timeout: 45_000 }),
+      ]);
+      expect(await page.locator('dl.facts').innerText()).toMatch(/Decided by\s+bob — “Not yours to run”/);
+      expect(await page.getByTestId('own').count()).toBe(0);
+      await expectAccessible(page, 'own-held-rejected-meanwhile');
+      expect(problems).toEqual([]);
+      await page.context().close();
+    },
+    FLOW_TIMEOUT,
+  );
+
+  it(
+    'opens a deep link to an item or a record directly: after sign-in the page shows what the link names',
+    async () => {
+      const id = await heldRest(agent, { amount: 40_000, country: 'FR' });
+      const page = await newPage();
+      await page.goto(`${server.url}/console#/item/held/${id}`);
+      await page.getByLabel('API key').fill(bob.raw);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Held sandbox:echo' }).waitFor();
+      expect(await page.locator('dl.facts').innerText()).toContain(id);
+      await page.getByRole('button', { name: 'Prepare what to sign' }).waitFor();
+      await expectAccessible(page, 'deep-link-held');
+      // A link to a record, opened in a new tab of the same browser (the session is the cookie's).
+      const tab = await newPage(page.context());
+      await tab.goto(`${server.url}/console#/records/${impactDecisions[0]}`);
+      await tab.locator('[data-testid="verdict"][data-valid="true"]').waitFor({ timeout: 30_000 });
+      await expectAccessible(tab, 'deep-link-record');
+      // The held transaction is found among the records by its outcome, and its record page leads to the decision.
+      await tab.goto(`${server.url}/console#/records?outcome=HELD`);
+      await tab.locator('table.records tbody').getByRole('link', { name: id }).click();
+      await tab.getByTestId('held-notice').waitFor();
+      await expectAccessible(tab, 'held-record');
+      await tab.getByTestId('held-notice').getByRole('link', { name: 'Open it to decide' }).click();
+      await tab.getByRole('button', { name: 'Prepare what to sign' }).waitFor();
+      // And one opened before sign-in in a fresh browser.
+      const fresh = await newPage();
+      await fresh.goto(`${server.url}/console#/records/${impactDecisions[1]}`);
+      await fresh.getByLabel('API key').fill(bob.raw);
+      await fresh.getByRole('button', { name: 'Sign in' }).click();
+      await fresh.locator('[data-testid="verdict"][data-valid="true"]').waitFor({ timeout: 30_000 });
+      expect(await fresh.locator('dl.facts').innerText()).toMatch(/Record\s+Refusal Record/);
+      expect(problems).toEqual([]);
+      await page.context().close();
+      await fresh.context().close();
     },
     FLOW_TIMEOUT,
   );
@@ -288,9 +506,11 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await page.getByRole('button', { name: 'Find' }).click();
       await page.waitForURL(/#\/records\?callerId=agent-7&outcome=EXECUTED/);
       // The filtered list replaces the unfiltered one the page opened with.
-      await page.getByText('2 transactions found').waitFor();
+      const executed = (await get('/transactions?callerId=agent-7&outcome=EXECUTED')).body.total as number;
+      expect(executed).toBeGreaterThan(1);
+      await page.getByText(`${executed} transactions found`).waitFor();
       const links = page.locator('table.records tbody a');
-      expect(await page.locator('table.records tbody tr').count()).toBe(2);
+      expect(await page.locator('table.records tbody tr').count()).toBe(Math.min(executed, 25));
       await expectAccessible(page, 'records');
       await links.first().click();
 
@@ -359,14 +579,14 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
   );
 
   it(
-    'works with the keyboard alone: sign in, open an item from the inbox, approve it with a pasted key',
+    'works with the keyboard alone: sign in, open a held transaction from the inbox, approve it with the key file; it is executed',
     async () => {
-      const changeId = await proposal({ ...EXEC_POLICY, name: 'keyboard-test', policyVersion: '1.0.0' }, '1.0.0', 'keyboard');
+      const id = await heldRest(agent, { amount: 15_000, country: 'FR' });
       const page = await newPage();
       await page.goto(`${server.url}/console`);
       const focused = () => page.evaluate(() => {
         const e = document.activeElement as HTMLElement | null;
-        return e ? `${e.tagName.toLowerCase()}|${e.getAttribute('name') ?? e.id}|${e.textContent?.trim().slice(0, 60)}` : '';
+        return e ? `${e.tagName.toLowerCase()}|${e.getAttribute('name') ?? e.id}|${e.textContent?.trim().slice(0, 60)}|${e.getAttribute('href') ?? ''}` : '';
       });
       /** Tab until the focused element matches, at most `max` presses. */
       const tabTo = async (pattern: RegExp, max = 60) => {
@@ -380,15 +600,17 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await page.keyboard.type(bob.raw);
       await page.keyboard.press('Enter');
       await page.getByTestId('caller').waitFor();
-      await page.locator(`tr[data-id="${changeId}"]`).waitFor();
-      await tabTo(/^a\|\|Policy keyboard-test/);
+      await page.locator(`tr[data-id="${id}"]`).waitFor();
+      await tabTo(new RegExp(`^a\\|\\|Held sandbox:echo\\|#/item/held/${id}$`));
       await page.keyboard.press('Enter');
       await page.getByRole('button', { name: 'Prepare what to sign' }).waitFor();
       await tabTo(/^input\|action/);
       await page.keyboard.press('Space');
       expect(await page.getByLabel('Approve').isChecked()).toBe(true);
-      await tabTo(/^textarea\|keyPem/);
-      await page.keyboard.insertText(bob.stepUpPrivateKeyPem!);
+      // The key file's input, opened with the space bar: the file chooser answers with bob's file.
+      await tabTo(/^input\|keyFile/);
+      const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.keyboard.press('Space')]);
+      await chooser.setFiles({ name: 'bob.pem', mimeType: 'application/x-pem-file', buffer: Buffer.from(bob.stepUpPrivateKeyPem!) });
       await tabTo(/^button\|\|Prepare what to sign/);
       await page.keyboard.press('Enter');
       await page.getByTestId('payload').waitFor();
@@ -397,6 +619,8 @@ describe.each(STORAGE_TARGETS)('approvers\' console in Chromium on $name', (fact
       await page.getByTestId('decided').waitFor();
       // The item is read again after the decision: its status follows.
       await page.locator('[data-testid="status"]', { hasText: 'APPROVED' }).waitFor();
+      expect(await page.locator('.notice.ok').innerText()).toContain('The transaction: EXECUTED.');
+      expect((await get(`/transactions/${id}`)).body).toMatchObject({ outcome: 'EXECUTED' });
       await shot(page, 'keyboard-approved');
       expect(problems).toEqual([]);
       await page.context().close();

@@ -20,7 +20,10 @@ export interface ImpactReport {
   examples: { businessTransactionId: string; before: Outcome; after: Outcome }[];
 }
 
-const outcome = (o: Outcome | undefined) => (o ? `${o.action}${o.matchedRuleId ? ` (${o.matchedRuleId})` : ''}` : '—');
+/** The service's action in words: `requires_override` is an approval that waits for a human. */
+const ACTION_WORDS: Record<string, string> = { requires_override: 'needs a human' };
+const actionText = (action: string): string => ACTION_WORDS[action] ?? action;
+const outcome = (o: Outcome | undefined) => (o ? `${actionText(o.action)}${o.matchedRuleId ? ` (${o.matchedRuleId})` : ''}` : '—');
 
 /**
  * What the proposed version would have decided over recent decisions of the same policy
@@ -56,7 +59,7 @@ function ImpactReportView({ report }: { report: ImpactReport }) {
         Replayed the last <strong>{report.replayed}</strong> decision{report.replayed === 1 ? '' : 's'} of {report.policyName}
         {report.fromVersion ? ` (${report.fromVersion})` : ''} with {report.toVersion}: <strong>{report.changed}</strong> would change.
       </p>
-      <Counts caption="How they would change" what="Before → after" rows={transitions.map(([t, n]) => [t.replace('->', ' → '), n])} />
+      <Counts caption="How they would change" what="Before → after" rows={transitions.map(([t, n]) => [t.split('->').map(actionText).join(' → '), n])} />
       <Counts caption={`Rule deciding under ${report.toVersion}`} what="Rule" rows={rules.map(([r, n]) => [<code>{r}</code>, n])} />
       {report.examples.length > 0 ? (
         <table class="compact examples">

@@ -1,21 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { listAll } from '../api';
 import { KINDS, newestFirst, type InboxItem, type Kind } from '../kinds';
+import { attended, REFRESH_MS } from '../attention';
 import { href } from '../router';
 import { errorText, Notice, PageTitle, untilText, When } from '../ui';
-
-/**
- * How often the inbox asks again by itself. Each refresh is a few authenticated (so audited and
- * logged) requests: not more often than this, not while the tab is hidden, and not once the person
- * has been away for longer than a session's idle expiry allows, so an unattended console still
- * signs itself out.
- */
-export const INBOX_REFRESH_MS = 15_000;
-const AWAY_AFTER_MS = 25 * 60_000;
-
-let lastInput = Date.now();
-for (const event of ['pointerdown', 'keydown', 'wheel', 'focus']) addEventListener(event, () => (lastInput = Date.now()), { capture: true, passive: true });
-const attended = (): boolean => document.visibilityState === 'visible' && Date.now() - lastInput < AWAY_AFTER_MS;
 
 interface Loaded {
   items: InboxItem[];
@@ -70,7 +58,7 @@ export function Inbox({ me }: { me: string }) {
       } catch (e) {
         if (!stopped) setError(errorText(e));
       }
-      if (!stopped) timer = setTimeout(tick, INBOX_REFRESH_MS);
+      if (!stopped) timer = setTimeout(tick, REFRESH_MS);
     };
     void tick();
     return () => {

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { ApprovalScope } from '@ets/client';
 import { getJson, listAll } from '../api';
+import { attended, REFRESH_MS } from '../attention';
 import { kindOf, mcpCallOf, type InboxItem, type Kind, type Raw } from '../kinds';
 import { Impact } from '../items/impact';
 import { PolicyDiff } from '../items/policy-diff';
@@ -9,6 +10,18 @@ import { href } from '../router';
 import { approvalScopeOf, envelopePayload, heldApprovalPayload } from '../signing';
 import { errorText, Facts, Json, Notice, PageTitle, untilText, When } from '../ui';
 import { Decision, type DecisionSpec } from './decision';
+
+/**
+ * Reads it again while it waits: one page of the pending list for a kind without a route of its own
+ * (the whole list is read only once it has left the pending ones).
+ */
+async function reloadPending(kind: Kind, id: string): Promise<InboxItem | undefined> {
+  if (!kind.one) {
+    const raw = (await listAll<Raw>(kind.pendingList, 1))?.find((r) => r.id === id);
+    if (raw) return kind.toItem(raw);
+  }
+  return loadItem(kind, id);
+}
 
 async function loadItem(kind: Kind, id: string): Promise<InboxItem | undefined> {
   if (kind.one) return kind.toItem(await getJson<Raw>(kind.one(id)));
@@ -28,6 +41,19 @@ export function ItemPage({ kind: kindKey, id, me }: { kind: string; id: string; 
     loadItem(kind, id).then((i) => setItem(i ?? null), (e) => setError(errorText(e)));
   }, [kind, id]);
   useEffect(load, [load]);
+  // While it waits it is read again now and then, and once its deadline passes: another approver
+  // may decide it, or its expiry refuse it, and this page then says so instead of offering a
+  // decision the service would refuse.
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    if (!kind || !item?.pending) return;
+    const untilDeadline = item.deadline ? Date.parse(item.deadline) - Date.now() + 1000 : Infinity;
+    const timer = setTimeout(
+      () => (attended() ? reloadPending(kind, id).then((i) => setItem(i ?? null), (e) => setError(errorText(e))) : setTick((t) => t + 1)),
+      Math.max(1000, Math.min(REFRESH_MS, untilDeadline)),
+    );
+    return () => clearTimeout(timer);
+  }, [kind, id, item, tick]);
 
   if (!kind) return <Notice kind="error">Unknown kind of item: {kindKey}</Notice>;
   return (
@@ -201,6 +227,8 @@ function HeldTransaction({ raw }: { raw: Raw }) {
           ['Policy', `${String(policy.name)} ${String(policy.version)}`],
           ['Signals hash (the approval binds to it)', <code class="hash">{String(raw.signalsHash)}</code>],
           ['Transaction hash', <code class="hash">{String(raw.businessTransactionHash)}</code>],
+          ...(raw.decidedBy ? ([['Decided by', `${String(raw.decidedBy)}${raw.reason ? ` — “${String(raw.reason)}”` : ''}`]] as [string, string][]) : []),
+          ...(raw.decidedAt ? ([['Decided at', <When at={String(raw.decidedAt)} />]] as [string, preact.ComponentChildren][]) : []),
         ]}
       />
       <h2>{mcp ? 'Arguments' : 'Parameters'}</h2>

@@ -94,6 +94,13 @@ export function RecordPage({ id }: { id: string }) {
               ['Record', served.trustRecord ? 'Execution Trust Record' : served.refusal ? 'Refusal Record' : 'none yet'],
             ]}
           />
+          {served.outcome === 'HELD' ? (
+            <Notice kind="info">
+              <span data-testid="held-notice">
+                This transaction waits for a human decision. <a href={href.item('held', served.businessTransactionId)}>Open it to decide</a>
+              </span>
+            </Notice>
+          ) : null}
           {record ? (
             <>
               <h2>Verification in this browser</h2>

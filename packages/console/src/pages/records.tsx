@@ -10,7 +10,8 @@ interface Claim {
   createdAt: string;
 }
 
-const OUTCOMES = ['REFUSED', 'RECORDED', 'EXECUTING', 'EXECUTED'];
+// As the service names them (CONTRACT "Held transactions": HELD waits for a human).
+const OUTCOMES = ['REFUSED', 'RECORDED', 'HELD', 'EXECUTING', 'EXECUTED'];
 const FILTERS = ['callerId', 'outcome', 'from', 'to'] as const;
 
 /** Find a transaction by id, caller, outcome or date (`GET /transactions` and its filters). */
