@@ -84,17 +84,10 @@ async function approve(argv: string[]): Promise<void> {
   const id = idOf(positionals, 'overrides approve');
   const pem = keyFile(values.key, 'overrides approve');
   const ttlSeconds = ttlOf(values.ttl);
-  const service = serviceOf(values.url);
-  const held = (await service.call('GET', `/overrides/${encodeURIComponent(id)}`)) as HeldView;
-  if (held.status !== 'PENDING') throw new CliError(`${id} is ${held.status}${held.decidedBy ? ` (decided by ${held.decidedBy})` : ''}: only a PENDING transaction can be approved.`);
-  const me = (await service.call('GET', '/callers/me')) as { callerId: string };
-  const payload = heldApprovalPayload(held, me.callerId, ttlSeconds);
-  const answer = (await service.call('POST', `/overrides/${encodeURIComponent(id)}/approve`, { payload, signature: sign(pem, payload, values.key!) })) as {
-    executionStatus?: string;
-  };
+  const { approverId, answer } = await approveHeld(serviceOf(values.url), id, pem, values.key!, ttlSeconds);
   // The answer (what POST /execute would have answered) on stdout, for `ets verify -`; the summary for the person on stderr.
   process.stdout.write(JSON.stringify(answer, null, 2) + '\n');
-  process.stderr.write(`Approved ${id} as ${me.callerId}: ${answer.executionStatus ?? 'released'}; the answer on stdout carries its signed Trust Record (ets verify -).\n`);
+  process.stderr.write(`Approved ${id} as ${approverId}: ${answer.executionStatus ?? 'released'}; the answer on stdout carries its signed Trust Record (ets verify -).\n`);
 }
 
 async function reject(argv: string[]): Promise<void> {
@@ -118,6 +111,22 @@ async function reject(argv: string[]): Promise<void> {
   const view = (await service.call('POST', `/overrides/${encodeURIComponent(id)}/reject`, { payload, signature: sign(pem, payload, values.key!) })) as HeldView;
   process.stdout.write(JSON.stringify(view, null, 2) + '\n');
   process.stderr.write(`Rejected ${id} as ${me.callerId}: ${view.status}; its signed Refusal Record is at /refusal/${id}.\n`);
+}
+
+export type Service = ReturnType<typeof serviceOf>;
+
+/**
+ * Approves a held transaction as the service's caller: reads it, signs an approval of what it
+ * shows with `pem` (the caller's step-up key, read from `keyPath`) and sends it. `ets overrides
+ * approve` and the demo's human approver run this. Answers what POST /execute would have answered.
+ */
+export async function approveHeld(service: Service, id: string, pem: string, keyPath: string, ttlSeconds = DEFAULT_TTL_SECONDS): Promise<{ approverId: string; answer: { executionStatus?: string } & Record<string, unknown> }> {
+  const held = (await service.call('GET', `/overrides/${encodeURIComponent(id)}`)) as HeldView;
+  if (held.status !== 'PENDING') throw new CliError(`${id} is ${held.status}${held.decidedBy ? ` (decided by ${held.decidedBy})` : ''}: only a PENDING transaction can be approved.`);
+  const me = (await service.call('GET', '/callers/me')) as { callerId: string };
+  const payload = heldApprovalPayload(held, me.callerId, ttlSeconds);
+  const answer = (await service.call('POST', `/overrides/${encodeURIComponent(id)}/approve`, { payload, signature: sign(pem, payload, keyPath) })) as { executionStatus?: string } & Record<string, unknown>;
+  return { approverId: me.callerId, answer };
 }
 
 /**

@@ -273,7 +273,7 @@ export const HELP: Record<string, CommandHelp> = {
       'demo --from DIR [--url URL]',
       'demo --url URL --alice-key KEY --alice-step-up PEM_FILE --bob-key KEY --bob-step-up PEM_FILE --agent-key KEY',
     ],
-    summary: 'A guided walk through governance, execution, refusal, an external connector, a business signal source, verification, receipt and offline verification.',
+    summary: 'A guided walk through governance, execution, refusal, an external connector, a business signal source, an agent calling a tool through the MCP gateway (approved, refused, held until a human approves it), verification, receipt and offline verification.',
     options: [
       ['--setup DIR', "(server stopped) add the demo callers' keys to the key file, write their step-up keys, DIR/demo.env and the server's demo settings DIR/server.env"],
       ['--dns-port PORT', "with --setup: the UDP port of the demo's resolver on 127.0.0.1 (default: a free one, chosen at setup)"],
