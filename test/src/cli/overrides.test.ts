@@ -66,7 +66,7 @@ describe('ets overrides', () => {
     const id = await hold(5000);
     const listed = await runCli(['overrides', 'list', '--status', 'PENDING'], as(bob));
     expect(listed).toMatchObject({ code: 0, stderr: '' });
-    expect(listed.stdout).toMatch(/^ID\s+STATUS\s+ACTION\s+CALLER\s+HELD AT\s+WHY\n/);
+    expect(listed.stdout).toMatch(/^ID\s+STATUS\s+ACTION\s+CALLER\s+HELD AT\s+UNTIL \/ BY\s+WHY\n/);
     expect(listed.stdout).toMatch(new RegExp(`${id}\\s+PENDING\\s+sandbox:echo\\s+agent-7\\s+\\S+\\s+expires \\S+\\s+Large transfer needs a second look`));
 
     const shown = await runCli(['overrides', 'show', id], as(bob));

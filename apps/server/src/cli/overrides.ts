@@ -66,7 +66,7 @@ async function list(argv: string[]): Promise<void> {
     return;
   }
   const rows = page.items.map((h) => [h.businessTransactionId, h.status, h.action, h.callerId, h.createdAt, h.status === 'PENDING' ? `expires ${h.expiresAt}` : `${h.decidedBy ? `by ${h.decidedBy}` : ''}`.trim(), h.decision?.reason ?? '']);
-  const head = ['ID', 'STATUS', 'ACTION', 'CALLER', 'HELD AT', '', 'WHY'];
+  const head = ['ID', 'STATUS', 'ACTION', 'CALLER', 'HELD AT', 'UNTIL / BY', 'WHY'];
   const widths = head.map((_, i) => Math.max(head[i]!.length, ...rows.map((r) => r[i]!.length)));
   for (const row of [head, ...rows]) process.stdout.write(row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd() + '\n');
   const shown = (page.page - 1) * page.pageSize + page.items.length;
