@@ -4,7 +4,7 @@
  * dropped; it never leaves the page and is never stored. What is signed is built and shown first:
  * the payloads and the RFC 8785 canonical JSON come from @ets/client, the same code as `ets`.
  */
-import { approvalPayload, canonicalize, signCanonical, stepUpPayload, webCryptoKeyFromPem, webCryptoSigner, type ApprovalScope } from '@ets/client';
+import { canonicalize, signCanonical, stepUpPayload, webCryptoKeyFromPem, webCryptoSigner, type ApprovalScope } from '@ets/client';
 
 export type Payload = Record<string, unknown>;
 
@@ -26,11 +26,6 @@ export async function signWithKeyFile(pem: string, payload: Payload): Promise<st
 /** A step-up envelope's payload: approve or reject a change, or reject a held transaction. */
 export function envelopePayload(subject: { changeId: string } | { businessTransactionId: string }, action: 'approve' | 'reject', callerId: string, reason?: string): Payload {
   return stepUpPayload({ ...subject, action, callerId, ...(reason ? { reason } : {}) }) as unknown as Payload;
-}
-
-/** A signed approval's payload for a held transaction (CONTRACT "Signed approvals"). */
-export function heldApprovalPayload(held: { businessTransactionId: string; action: string; signals: Record<string, unknown> }, approverId: string, scope: ApprovalScope): Payload {
-  return approvalPayload({ approverId, businessTransactionId: held.businessTransactionId, action: held.action, scope, signals: held.signals }) as unknown as Payload;
 }
 
 /**

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { parse as parseDotenv } from 'dotenv';
 import os from 'node:os';
 import path from 'node:path';
-import { apiKeysEnv, makeKey, runCli, spawnServer, type SpawnedServer } from '@ets/test-support';
+import { apiKeysEnv, makeKey, REPO_ROOT, runCli, spawnServer, type SpawnedServer } from '@ets/test-support';
 
 // Needs the built CLI (`npm run build`).
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ets-demo-data-'));
@@ -45,9 +45,10 @@ const STEP_TITLES = [
   '7. The agent executes demopay:transfer: a signed release to the example receiver over HTTPS',
   '8. Alice registers a business signal source and a policy that relies on it; Bob approves both',
   '9. The agent pays an invoice whose amount the source vouches for; another amount is refused',
-  '10. The service verifies the Execution Trust Record',
-  '11. The service issues a signed Receipt',
-  '12. Anyone verifies the records offline, with only the public keys',
+  '10. An agent calls a tool through the MCP gateway: approved, refused, and held until Bob approves it',
+  '11. The service verifies the Execution Trust Record',
+  '12. The service issues a signed Receipt',
+  '13. Anyone verifies the records offline, with only the public keys',
 ];
 
 describe('ets demo', () => {
@@ -68,6 +69,11 @@ describe('ets demo', () => {
       SVC_DNS_SERVERS: `127.0.0.1:${ports.dns}`,
       SVC_EGRESS_ALLOW_CIDRS: '127.0.0.0/8',
       NODE_EXTRA_CA_CERTS: path.join(demoDir, 'ca.pem'),
+      SVC_MCP_STDIO_SERVERS: path.join(demoDir, 'mcp-servers.json'),
+    });
+    // The demo's upstream MCP server: this install's, run by this Node.
+    expect(JSON.parse(readFileSync(path.join(demoDir, 'mcp-servers.json'), 'utf8'))).toEqual({
+      'demo-bank': { command: process.execPath, args: [path.join(REPO_ROOT, 'apps/server/dist/cli/demo-mcp-upstream.js')] },
     });
     expect(readFileSync(path.join(demoDir, 'ca.pem'), 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----/);
     for (const f of ['receiver.ets-demo.test-key.pem', 'erp.ets-demo.test-key.pem', 'source-signing-key.pem']) expect(statSync(path.join(demoDir, f)).mode & 0o777).toBe(0o600);
@@ -130,7 +136,15 @@ describe('ets demo', () => {
         expect(r.stdout).toMatch(/✓ 4200 for the same invoice is refused: bound-signal-mismatch/);
         expect(r.stdout).toMatch(/Trust Record with a sourced signal: VALID \(sourceProofs: 1 signed by their source\)/);
         expect(r.stdout).toMatch(/✓ EXECUTED by the receiver over HTTPS; result \{"received":\{"amount":420,"currency":"EUR","reference":"demo-invoice-3"\}/);
-        if (run === 2) expect(r.stdout.match(/✓ the registration of an earlier run is revoked/g)).toHaveLength(2);
+        // The MCP gateway: the SDK's client as the agent; approved, refused, held until Bob approves with `ets overrides approve`'s code.
+        expect(r.stdout).toContain('✓ tools/list offers the agent demo-bank__transfer');
+        expect(r.stdout).toMatch(/→ tools\/call demo-bank__transfer \{"amount":250,"payee":"Acme Supplies"\}  \(as demo-agent\)\n\s+← transferred 250 EUR to Acme Supplies  _meta \{"ets\/trustRecord"/);
+        expect(r.stdout).toMatch(/← isError: Execution rejected: Transfers above 10000 are not for agents/);
+        expect(r.stdout).toMatch(/\(the agent's call waits; its progress says: held for a human approval, business transaction [0-9a-f-]{36}\)/);
+        expect(r.stdout).toMatch(/✓ Bob sees it held \(what `ets overrides list` prints\): mcp-demo-bank:transfer, \{"amount":5000,"payee":"Acme Supplies"\}, "Transfers above 1000 need a human"/);
+        expect(r.stdout).toMatch(/→ ets overrides approve [0-9a-f-]{36} --key bob-step-up\.pem[^\n]*\n\s+← EXECUTED\n\s+← transferred 5000 EUR to Acme Supplies/);
+        expect(r.stdout).toContain("✓ approved by Bob: released once, and the agent's waiting call returned the upstream's result");
+        if (run === 2) expect(r.stdout.match(/✓ the registration of an earlier run is revoked/g)).toHaveLength(3);
         expect(server!.output()).toMatch(/"setting":"SVC_EGRESS_ALLOW_CIDRS".*"msg":"outbound calls may reach these non-public address ranges/);
         expect(r.stdout).toMatch(/✓ VERIFIED/);
         expect(r.stdout).toMatch(/Execution Trust Record: VALID/);

@@ -11,8 +11,10 @@ import { REPO_ROOT } from '@ets/test-support';
  * it prints, pasted in a second terminal: five commands to an executed action whose record
  * verifies. Then the operator guide's walkthroughs, as one shell session in the order the guide
  * gives: the first key against `/callers/me`, two humans publishing a policy, the `/execute`
- * example, offline verification, the transparency log, a sourced fact on one machine (with
- * `ets local-network` and `ets source serve`), and the signing-key providers (env, and pkcs11 with
+ * example, a transaction held for a human and approved with `ets overrides`, offline verification,
+ * the transparency log, a sourced fact on one machine (with `ets local-network` and `ets source
+ * serve`), the approvers' console as curl plays it, an agent through the MCP gateway (a stdio
+ * upstream of the clone; a call held until a human approves it), and the signing-key providers (env, and pkcs11 with
  * a SoftHSM2 token of its own). Stopping servers by killing `npm start`, and nothing left in the
  * clone but ignored build output and data, and no process left running.
  *
@@ -141,7 +143,7 @@ describe('a fresh clone, following the README and the guide', () => {
     expect(run('npm', ['run', '--silent', 'ets', '--', 'keys', 'add', '--help']).out).toMatch(/^Usage: ets keys add/);
   }, 600_000);
 
-  it("the guide's walkthroughs, as one session (first key, governance, /execute, offline verification, transparency log, a sourced fact, signing keys), leaving no stray file or process", async () => {
+  it("the guide's walkthroughs, as one session (first key, governance, /execute, a held transaction, offline verification, transparency log, a sourced fact, the console, the MCP gateway, signing keys), leaving no stray file or process", async () => {
     expect(existsSync(path.join(clone, 'node_modules/.bin/ets'))).toBe(true);
     const [session] = shellBlocks(`${GUIDE}/020-running.md`, 'First start and the first key').filter((b) => /^KEY=pk_local_…/m.test(b));
     const [walkthrough] = shellBlocks(`${GUIDE}/050-policies-and-approvals.md`, 'Walkthrough: two humans publish a policy');
@@ -150,11 +152,17 @@ describe('a fresh clone, following the README and the guide', () => {
     const transparency = shellBlocks(`${GUIDE}/075-transparency-log.md`, 'Walkthrough: proofs and monitoring');
     const sourced = shellBlocks(`${GUIDE}/067-business-validation.md`, 'Walkthrough: a sourced fact on one machine');
     const signing = shellBlocks(`${GUIDE}/040-signing-keys.md`, 'Walkthrough: signing keys from the environment and from a module');
+    const held = shellBlocks(`${GUIDE}/060-executions-and-reconciliation.md`, 'Walkthrough: a transaction held for a human');
+    const consoleSession = shellBlocks(`${GUIDE}/055-approving-in-the-console.md`, 'Approving in the console');
+    const mcp = shellBlocks(`${GUIDE}/068-mcp-gateway.md`, 'Walkthrough: an agent through the gateway on one machine');
     expect(session).toBeDefined();
     expect(offline).toHaveLength(1);
     expect(transparency).toHaveLength(2);
     expect(sourced).toHaveLength(1);
     expect(signing).toHaveLength(1);
+    expect(held).toHaveLength(1);
+    expect(consoleSession).toHaveLength(1);
+    expect(mcp).toHaveLength(1);
     const keyLine = /^KEY=pk_local_….*$/m;
     const address = /^B=http:\/\/127\.0\.0\.1:8080\b.*$/gm;
     // A start of the server as the walkthroughs write it, with whatever settings go before it.
@@ -163,6 +171,12 @@ describe('a fresh clone, following the README and the guide', () => {
     expect(walkthrough).toMatch(startLine);
     expect(walkthrough).toMatch(address);
     expect(sourced[0]).toMatch(/^env \$\(cat "\$W\/net\/server\.env"\) npm start > /m);
+    // The console's walkthrough and the MCP one start servers of their own (the MCP one with its stdio servers).
+    expect(consoleSession[0]).toMatch(startLine);
+    expect(consoleSession[0]).toMatch(address);
+    expect(mcp[0]).toMatch(/^SVC_MCP_STDIO_SERVERS="\$W\/mcp-servers\.json" npm start > /m);
+    // Bob's API key reaches `ets overrides` through the environment, never as an argument.
+    expect(`${held[0]}${mcp[0]}`).not.toMatch(/ets overrides[^\n]*(pk_local_|\$BOB|\$KEY)/);
     // The pkcs11 walkthrough makes its own token folder and PIN file, and lists with the server's settings.
     expect(signing[0]).toMatch(/^export SOFTHSM2_CONF="\$W\/softhsm\/softhsm2\.conf"$/m);
     expect(signing[0]).toMatch(/> "\$W\/pin"\)/);
@@ -205,12 +219,19 @@ echo "== walkthrough"
 ${started(walkthrough!)}
 echo "== execute"
 ${execute}
+echo "== held transaction"
+${held[0]}
 echo "== offline verification"
 ${offline.join('\n')}
 echo "== transparency log"
 ${transparency.join('\n')}
 echo "== sourced fact"
 ${started(sourced[0]!)}
+stop_server
+echo "== console"
+${started(consoleSession[0]!)}
+echo "== mcp"
+${started(mcp[0]!)}
 stop_server
 echo "== signing keys"
 ${started(signing[0]!)}
@@ -251,8 +272,8 @@ echo "== end"
     // Offline verification of its Trust Record, its Receipt and the record with its inclusion proof,
     // and of the record that holds the source's signed answer.
     shows(/^"VERIFIED"$/m);
-    shows(/^kind: /m, 4);
-    shows(/^VALID: every check passed\.$/m, 4);
+    shows(/^kind: /m, 5);
+    shows(/^VALID: every check passed\.$/m, 5);
     shows(/^ {2}transparency +ok/m);
     shows(/^ {2}inclusion +ok/m);
     shows(/^first run: .*log-state\.json holds no checkpoint yet/m);
@@ -265,7 +286,29 @@ echo "== end"
     shows(/^ed25519-[A-Za-z0-9_-]+$/m);
     shows(/^provider: pkcs11 \(token "ets" of \S+libsofthsm2\.so\), SVC_SIGNING_PROVIDER=pkcs11$/m);
     shows(/^ed25519-\S+ {2}Ed25519 {2}active {2}\S+ {2}pkcs11$/m);
-    shows(/SERVER STOPPED/, 3);
+    // A held transaction: 202, listed PENDING by Bob with `ets overrides list`, approved with `ets overrides approve`, its record verified (above).
+    shows(/^\{"executionStatus":"PENDING_OVERRIDE","rule":"large"\}$/m);
+    shows(/^ID +STATUS +ACTION +CALLER +HELD AT +UNTIL \/ BY +WHY$/m);
+    shows(/^[0-9a-f-]{36} +PENDING +sandbox:echo +operator +\S+ +expires \S+ +Large transfer needs a second look$/m);
+    shows(/^\{"status":"PENDING","parameters":\{"amount":12000,"currency":"EUR"\},"scope":\{"field":"resourceId","resourceId":"[0-9a-f-]{36}"\}\}$/m);
+    shows(/^Approved [0-9a-f-]{36} as bob: EXECUTED; the answer on stdout carries its signed Trust Record/m, 2);
+    shows(/^\{"executionStatus":"EXECUTED","approvedBy":"bob"\}$/m);
+    shows(/^answer: executionStatus EXECUTED, decision approve \(Large transfer needs a second look\)$/m);
+    // The console: its page and CSP, a session cookie as carol, a CSRF-guarded sign-out.
+    shows(/^200 text\/html; charset=utf-8$/m);
+    shows(/^content-security-policy: default-src 'none'; script-src 'self'/im);
+    shows(/^\{"callerId":"carol","expiresAt":"[^"]+"\}$/m);
+    shows(/^\{"callerId":"carol","credentialHolderType":"USER"\}$/m);
+    shows(/^204\n401$/m);
+    shows(/^Open http:\/\/127\.0\.0\.1:\d+\/console and sign in with the key in \S+carol\.key$/m);
+    // MCP: the policy and the stdio server approved; the agent's calls approved, refused, held until Bob approved.
+    shows(/^APPROVED$/m, 2);
+    shows(/^bank__transfer$/m);
+    shows(/^\{"isError":false,"text":"transferred 250 EUR to Acme"\}$/m);
+    shows(/^\{"isError":true,"text":"Execution rejected: Not for agents"\}$/m);
+    shows(/^EXECUTED$/m);
+    shows(/^\{"isError":false,"text":"transferred 5000 EUR to Acme"\}$/m);
+    shows(/SERVER STOPPED/, 4);
     expect(out).not.toContain('SERVER STILL RUNNING');
     expect(out).toContain('== end');
     // Nothing runs on: servers, the resolver and the source stop when what started them goes.

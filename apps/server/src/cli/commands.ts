@@ -16,6 +16,7 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   keys: async () => (await import('./keys.js')).keysCommand,
   'signing-keys': async () => (await import('./signing-keys.js')).signingKeysCommand,
   'step-up': async () => (await import('./step-up.js')).stepUpCommand,
+  overrides: async () => (await import('./overrides.js')).overridesCommand,
   policy: async () => (await import('./policy.js')).policyCommand,
   verify: async () => (await import('./verify.js')).verifyCommand,
   export: async () => (await import('./export.js')).exportCommand,

@@ -3,6 +3,9 @@ import dgram from 'node:dgram';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { parse as parseDotenv } from 'dotenv';
 import { verifyOffline, type JwksLike } from '@ets/adapters-crypto';
 import type { LoopbackDns } from '@ets/loopback-network';
@@ -14,6 +17,7 @@ import { readSigningKey, startReferenceSource, type RunningReferenceSource } fro
 import { writeFileAtomic } from '../write-file-atomic.js';
 import { CliError, codeOrMessage, fetchProblem } from './errors.js';
 import { certificateFiles, portOption, startResolver, writeLocalNetwork } from './local-network.js';
+import { approveHeld, serviceOf } from './overrides.js';
 import { stepUpEnvelope } from './step-up.js';
 import { usageOf } from './usage.js';
 
@@ -35,6 +39,16 @@ const SOURCE_NAME = 'demo-erp';
 const SOURCED_POLICY = 'demo-invoices';
 const INVOICE = { id: 'demo-inv-1', amount: 420 } as const;
 /**
+ * The MCP gateway's part: the upstream `demo-bank` (the stdio server of demo-mcp-upstream.ts, named
+ * in DIR/mcp-servers.json, which the server reads from SVC_MCP_STDIO_SERVERS), its tool and the
+ * policy that decides its calls.
+ */
+const MCP_SERVER = 'demo-bank';
+const MCP_TOOL = `${MCP_SERVER}__transfer`;
+const MCP_CAPABILITY = `mcp-${MCP_SERVER}:transfer`;
+const MCP_POLICY = 'demo-mcp';
+const MCP_SERVERS_FILE = 'mcp-servers.json';
+/**
  * The demo's network, in demo.env: its resolver's address, the receiver's and the source's
  * certificates, the source's signing key and facts, and the ports chosen at setup (0: any free one).
  */
@@ -48,6 +62,7 @@ const NETWORK_ENV = {
   sourceSigningKey: 'ETS_DEMO_SOURCE_SIGNING_KEY',
   facts: 'ETS_DEMO_FACTS',
   sourcePort: 'ETS_DEMO_SOURCE_PORT',
+  mcp: 'ETS_DEMO_MCP_SERVER',
 } as const;
 interface DemoNetwork {
   dns: string;
@@ -56,6 +71,8 @@ interface DemoNetwork {
   receiverPort: number;
   /** Absent in folders set up before the demo had a source. */
   source?: { cert: string; key: string; signingKey: string; factsFile: string; port: number };
+  /** The stdio MCP server of the demo (absent in folders set up before the demo had one). */
+  mcp?: string;
 }
 /** Names in demo.env, also read from the environment. */
 const ENV = {
@@ -180,7 +197,7 @@ async function setup(dirArg: string, ports: DemoPorts): Promise<void> {
       callerId: CALLERS.agent,
       keyHash: hashKey(raw.agent),
       credentialHolderType: 'SERVICE',
-      allowedCapabilities: ['sandbox:echo', EXTERNAL_CAPABILITY],
+      allowedCapabilities: ['sandbox:echo', EXTERNAL_CAPABILITY, MCP_CAPABILITY],
       allowedTenantIds: [DEMO_TENANT],
       createdAt,
     },
@@ -193,6 +210,9 @@ async function setup(dirArg: string, ports: DemoPorts): Promise<void> {
   const relative = (file: string) => path.relative(dir, file);
   const sourceSigning = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
   writeFileAtomic(path.join(dir, 'source-signing-key.pem'), sourceSigning, { mode: 0o600 });
+  // The stdio MCP server the gateway may start: this install's demo upstream, run by this Node.
+  const upstream = fileURLToPath(new URL('./demo-mcp-upstream.js', import.meta.url));
+  writeFileSync(path.join(dir, MCP_SERVERS_FILE), JSON.stringify({ [MCP_SERVER]: { command: process.execPath, args: [upstream] } }, null, 2) + '\n', { mode: 0o644 });
   writeFileSync(path.join(dir, 'facts.json'), JSON.stringify({ 'invoice.amount': { [INVOICE.id]: INVOICE.amount } }, null, 2) + '\n', { mode: 0o644 });
   const env = [
     '# Written by `ets demo --setup`: the raw API keys of the demo callers and their step-up keys.',
@@ -211,11 +231,12 @@ async function setup(dirArg: string, ports: DemoPorts): Promise<void> {
     `${NETWORK_ENV.sourceSigningKey}=source-signing-key.pem`,
     `${NETWORK_ENV.facts}=facts.json`,
     `${NETWORK_ENV.sourcePort}=${ports.source}`,
+    `${NETWORK_ENV.mcp}=${MCP_SERVER}`,
     '',
   ].join('\n');
   writeFileAtomic(envFile, env, { mode: 0o600 });
   // No comments: `env $(cat DIR/server.env) npm start` takes it as it is.
-  const serverEnv = { SVC_SANDBOX: 'true', ...network.serverEnv };
+  const serverEnv = { SVC_SANDBOX: 'true', ...network.serverEnv, SVC_MCP_STDIO_SERVERS: path.join(dir, MCP_SERVERS_FILE) };
   writeFileSync(path.join(dir, SERVER_ENV_FILE), Object.entries(serverEnv).map(([k, v]) => `${k}=${v}\n`).join(''), { mode: 0o644 });
   const port = (p: number) => (p === 0 ? 'any free port' : `port ${p}`);
   process.stdout.write(
@@ -224,7 +245,8 @@ async function setup(dirArg: string, ports: DemoPorts): Promise<void> {
       `Wrote their keys to ${envFile} and the step-up private keys to ${path.join(dir, alice.file)} and ${path.join(dir, bob.file)}.`,
       `Wrote a demo CA, the certificates of the example receiver (${RECEIVER_HOST}, ${port(ports.receiver)}) and of the business signal source (${SOURCE_HOST}, ${port(ports.source)}),`,
       `the source's signing key and facts (facts.json), and the server's demo settings to ${path.join(dir, SERVER_ENV_FILE)}:`,
-      `sandbox mode, the demo's resolver (${dns}, answered while the demo runs), 127.0.0.0/8 allowed for outbound calls, and the demo CA trusted.`,
+      `sandbox mode, the demo's resolver (${dns}, answered while the demo runs), 127.0.0.0/8 allowed for outbound calls, the demo CA trusted,`,
+      `and the demo's upstream MCP server ${MCP_SERVER} (a stdio server, ${path.join(dir, MCP_SERVERS_FILE)}).`,
       ...(firstKeys ? ['The key file was empty: the first start will not issue a key of its own; use `ets keys add` for more.'] : []),
       'Next: (re)start the server with these settings, since keys are read at start, and run the demo',
       '(the second command in another terminal, in the clone; --url URL if the server is not at SVC_HOST:SVC_PORT of that terminal):',
@@ -293,7 +315,7 @@ function readNetwork({ dir, values }: DemoEnv): DemoNetwork | undefined {
   const read = (file: string) => readFileSync(path.resolve(dir, file), 'utf8');
   const port = (name: string) => Number(values[name] ?? '0') || 0;
   try {
-    const network: DemoNetwork = { dns, cert: read(cert), key: read(key), receiverPort: port(NETWORK_ENV.receiverPort) };
+    const network: DemoNetwork = { dns, cert: read(cert), key: read(key), receiverPort: port(NETWORK_ENV.receiverPort), ...(values[NETWORK_ENV.mcp] ? { mcp: values[NETWORK_ENV.mcp] } : {}) };
     const [sourceCert, sourceKey, signingKey, facts] = [NETWORK_ENV.sourceCert, NETWORK_ENV.sourceKey, NETWORK_ENV.sourceSigningKey, NETWORK_ENV.facts].map((n) => values[n]);
     if (sourceCert && sourceKey && signingKey && facts) {
       network.source = { cert: read(sourceCert), key: read(sourceKey), signingKey: read(signingKey), factsFile: path.resolve(dir, facts), port: port(NETWORK_ENV.sourcePort) };
@@ -363,6 +385,7 @@ export const DEMO_STEP_TITLES = [
   'The agent executes demopay:transfer: a signed release to the example receiver over HTTPS',
   'Alice registers a business signal source and a policy that relies on it; Bob approves both',
   'The agent pays an invoice whose amount the source vouches for; another amount is refused',
+  'An agent calls a tool through the MCP gateway: approved, refused, and held until Bob approves it',
   'The service verifies the Execution Trust Record',
   'The service issues a signed Receipt',
   'Anyone verifies the records offline, with only the public keys',
@@ -401,6 +424,7 @@ class Demo {
       () => this.releaseExternally(),
       () => this.registerSource(),
       () => this.executeSourced(),
+      () => this.mcpGateway(),
       () => this.verify(),
       () => this.receipt(),
       () => this.offline(),
@@ -723,6 +747,110 @@ class Demo {
     const record = expectReply(refusal, 200, 'the signed Refusal Record', (b) => field(b, 'recordType') === 'refusal-record');
     if (record.matchedRuleId !== 'bound-signal-mismatch') throw new StepFailed('a refusal with matchedRuleId bound-signal-mismatch', replyText(refusal));
     this.#result(`${INVOICE.amount * 10} for the same invoice is refused: bound-signal-mismatch (the source says ${INVOICE.amount})`);
+  }
+
+  /** The policy of the MCP step: transfers above 10000 refused, above 1000 held for a human, the rest approved. */
+  mcpPolicyDocument(): Json {
+    return {
+      name: MCP_POLICY,
+      policyVersion: this.#version,
+      description: `ets demo policy, version ${this.#version}: the demo bank's transfers through the MCP gateway.`,
+      signalsSchema: { amount: { type: 'number' }, payee: { type: 'string' } },
+      rules: [
+        { id: 'too-large', when: 'signals.amount > 10000', action: 'reject', reason: 'Transfers above 10000 are not for agents' },
+        { id: 'second-look', when: 'signals.amount > 1000', action: 'approve', requires_override: true, reason: 'Transfers above 1000 need a human' },
+        { id: 'ok', when: 'true', action: 'approve', reason: 'Within limits' },
+      ],
+      default: { action: 'reject', reason: 'No rule matched' },
+    };
+  }
+
+  /**
+   * An agent with the official MCP SDK client, pointed at `/mcp` with its key: three calls of the
+   * demo bank's tool. The held one waits on the agent's side while Bob, as a human would with
+   * `ets overrides list` and `ets overrides approve`, finds it and approves it; then it returns.
+   */
+  async mcpGateway(): Promise<void> {
+    if (!this.network?.mcp) {
+      process.stdout.write(`   – skipped: the demo folder names no MCP server (set up before the demo had one); run 'ets demo --setup' in a new folder.\n`);
+      return;
+    }
+    const { change } = await this.#proposePolicy(this.mcpPolicyDocument(), 'ets demo: decide the demo bank tool calls');
+    const id = String(change.id);
+    const approved = await this.#call('POST', `/policies/pending-changes/${encodeURIComponent(id)}/approve`, 'bob', this.envelope(CALLERS.bob, this.stepUp.bob, id));
+    expectReply(approved, 200, `the change APPROVED by ${CALLERS.bob}`, (b) => field(b, 'status') === 'APPROVED');
+    await this.#revokeEarlier('/mcp-servers', 'name', MCP_SERVER);
+    await this.#governedChange('/mcp-servers', { kind: 'register', name: MCP_SERVER, stdio: this.network.mcp, policyName: MCP_POLICY, tools: ['*'], timeoutMs: 10000, reason: 'ets demo: agents pay through the demo bank' }, 'MCP server');
+    this.#result(`${MCP_POLICY} ${this.#version} is in effect, and the stdio server ${MCP_SERVER} is registered behind the gateway`);
+
+    const agent = new Client({ name: 'ets-demo-agent', version: '1.0.0' });
+    process.stdout.write(`   (the agent: the MCP SDK's Client over Streamable HTTP to ${this.baseUrl}/mcp, "Authorization: Bearer <its key>")\n`);
+    try {
+      await agent.connect(new StreamableHTTPClientTransport(new URL(`${this.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${this.keys.agentKey}` } } }));
+    } catch (e) {
+      throw new StepFailed('the agent connected to the gateway', (e as Error).message);
+    }
+    try {
+      const until = Date.now() + 30_000;
+      let tools: string[] = [];
+      // The gateway asks the newly registered server for its tools on the first listing after it is approved.
+      while (!tools.includes(MCP_TOOL) && Date.now() < until) {
+        tools = (await agent.listTools()).tools.map((t) => t.name);
+        if (!tools.includes(MCP_TOOL)) await new Promise((r) => setTimeout(r, 300));
+      }
+      if (!tools.includes(MCP_TOOL)) throw new StepFailed(`tools/list naming ${MCP_TOOL}`, JSON.stringify(tools));
+      this.#result(`tools/list offers the agent ${tools.join(', ')}`);
+
+      type ToolResult = { isError?: boolean; content?: { type: string; text?: string }[]; _meta?: Record<string, unknown> };
+      const call = async (amount: number, options: { onprogress?: (p: { message?: string }) => void } = {}): Promise<ToolResult> => {
+        const args = { amount, payee: 'Acme Supplies' };
+        process.stdout.write(`   → tools/call ${MCP_TOOL} ${JSON.stringify(args)}  (as ${CALLERS.agent})\n`);
+        const result = (await agent.callTool({ name: MCP_TOOL, arguments: args }, undefined, { timeout: 150_000, ...(options.onprogress ? { onprogress: options.onprogress, resetTimeoutOnProgress: true } : {}) })) as ToolResult;
+        const text = result.content?.find((c) => c.type === 'text')?.text ?? '';
+        process.stdout.write(`   ← ${result.isError ? 'isError: ' : ''}${short(text, 80)}  _meta ${short(result._meta ?? {}, 100)}\n`);
+        return result;
+      };
+
+      const ok = await call(250);
+      const record = field(ok._meta, 'ets/trustRecord');
+      if (ok.isError || typeof field(record, 'businessTransactionId') !== 'string') throw new StepFailed('the upstream\'s result with _meta["ets/trustRecord"]', short(ok, 300));
+      this.#result(`approved by the policy: the upstream ran it; its Trust Record is at ${String(field(record, 'verifyUrl'))}`);
+
+      const no = await call(50_000);
+      if (!no.isError || typeof field(field(no._meta, 'ets/refusal'), 'businessTransactionId') !== 'string') throw new StepFailed('isError with _meta["ets/refusal"]', short(no, 300));
+      this.#result('refused by the policy (too-large): nothing reached the upstream; a signed Refusal Record');
+
+      // The held call: the agent waits (progress notifications name the transaction) while Bob decides.
+      let heldId: ((id: string) => void) | undefined;
+      const named = new Promise<string>((resolve) => (heldId = resolve));
+      const waiting = call(5000, {
+        onprogress: (p) => {
+          const m = /business transaction ([0-9a-f-]{36})/.exec(p.message ?? '');
+          if (m) heldId?.(m[1]!);
+        },
+      });
+      const id = await Promise.race([named, waiting.then(() => undefined)]);
+      if (id === undefined) throw new StepFailed('the call held for a human, with progress naming its transaction', short(await waiting, 300));
+      process.stdout.write(`   (the agent's call waits; its progress says: held for a human approval, business transaction ${id})\n`);
+      const listed = await this.#call('GET', '/overrides?status=PENDING&pageSize=100', 'bob');
+      const items = field(expectReply(listed, 200, 'the pending held transactions', (b) => Array.isArray(field(b, 'items'))), 'items') as unknown[];
+      const held = items.find((h) => field(h, 'businessTransactionId') === id);
+      if (!held) throw new StepFailed(`${id} among the PENDING held transactions`, short(items.map((h) => field(h, 'businessTransactionId')), 300));
+      this.#result(`Bob sees it held (what \`ets overrides list\` prints): ${String(field(held, 'action'))}, ${short(field(held, 'parameters'))}, "${String(field(field(held, 'decision'), 'reason'))}"`);
+      process.stdout.write(`   → ets overrides approve ${id} --key bob-step-up.pem  (as ${CALLERS.bob}: the approval of what GET /overrides/{id} shows, signed with his step-up key)\n`);
+      let answer: { executionStatus?: string };
+      try {
+        ({ answer } = await approveHeld(serviceOf(this.baseUrl, { ETS_API_KEY: this.keys.bobKey }), id, this.stepUp.bob, this.keys.bobStepUp));
+      } catch (e) {
+        throw new StepFailed('Bob\'s approval accepted', (e as Error).message);
+      }
+      process.stdout.write(`   ← ${answer.executionStatus ?? ''}\n`);
+      const released = await waiting;
+      if (released.isError || field(field(released._meta, 'ets/trustRecord'), 'businessTransactionId') !== id) throw new StepFailed(`the agent's call returning the upstream's result, with the Trust Record of ${id}`, short(released, 300));
+      this.#result('approved by Bob: released once, and the agent\'s waiting call returned the upstream\'s result');
+    } finally {
+      await agent.close().catch(() => undefined);
+    }
   }
 
   async verify(): Promise<void> {

@@ -21,6 +21,10 @@ const SETTINGS_NOTE =
   'Settings are read from the environment and from a .env file in the working directory, and relative paths (the data dir: ./data by default) from it too:\n' +
   'run commands that use the data dir in the folder the server runs in (see the README).';
 
+const SERVICE_NOTE =
+  'Your API key is read from the environment variable ETS_API_KEY, never from an argument: arguments show in `ps` to every user of this machine.\n' +
+  'Exit 0 when the service answered as asked; 1 with the service\'s status, code and message when it refused (or could not be reached); 2 on usage errors.';
+
 export const HELP: Record<string, CommandHelp> = {
   serve: {
     brief: 'start the service (what `npm start` runs)',
@@ -98,6 +102,61 @@ export const HELP: Record<string, CommandHelp> = {
       ['--ttl SECONDS', 'how long the envelope is valid (default 300)'],
       ['--caller-id ID', 'bind the envelope to your caller id'],
     ],
+  },
+  overrides: {
+    synopsis: ['overrides list|show|approve|reject …'],
+    summary: "Held transactions: a requires_override decision waits for a human. Run 'ets overrides list --help', 'ets overrides show --help', 'ets overrides approve --help' or 'ets overrides reject --help'.",
+    notes: SERVICE_NOTE,
+  },
+  'overrides list': {
+    brief: 'list held transactions (requires_override decisions waiting for a human)',
+    synopsis: ['overrides list [--status PENDING|APPROVED|REJECTED|EXPIRED] [--page N] [--page-size N] [--json] [--url URL]'],
+    summary: 'List held transactions, newest first: id, status, action, requesting caller, when held, until when (or who decided), and why it was held. A USER key sees all; any other key its own caller\'s.',
+    options: [
+      ['--status STATUS', 'only those PENDING, APPROVED, REJECTED or EXPIRED'],
+      ['--page N, --page-size N', 'which page, and how many on it (default 1 and 50)'],
+      ['--json', 'print the page as the service answers it (GET /overrides)'],
+      ['--url URL', `the service (default: ETS_URL, else http://127.0.0.1:8080)`],
+    ],
+    notes: SERVICE_NOTE,
+  },
+  'overrides show': {
+    brief: 'show one held transaction as JSON',
+    synopsis: ['overrides show ID [--url URL]'],
+    summary: 'Print one held transaction as JSON (GET /overrides/{id}): its action, parameters and signals, the decision that held it, the scope and signals hash an approval binds to, and what became of it.',
+    options: [
+      ['ID', 'the businessTransactionId'],
+      ['--url URL', 'the service (default: ETS_URL, else http://127.0.0.1:8080)'],
+    ],
+    notes: SERVICE_NOTE,
+  },
+  'overrides approve': {
+    brief: 'approve a held transaction with your step-up key: it is released once',
+    synopsis: ['overrides approve ID --key FILE [--ttl SECONDS] [--url URL]'],
+    summary:
+      'Approve a held transaction: sign an approval of exactly what the service shows of it (its action, the scope its policy names, the hash of its signals, your caller id) with your Ed25519 step-up key, and send it. ' +
+      'The transaction is released once; the answer, what POST /execute would have answered (with the signed Trust Record), is printed as JSON on stdout (verify it with `ets verify -`), a summary on stderr. ' +
+      'Needs a USER key with a registered step-up key, neither the requesting caller nor its principal.',
+    options: [
+      ['ID', 'the businessTransactionId'],
+      ['--key FILE', 'your Ed25519 step-up private key, PEM (never the API key)'],
+      ['--ttl SECONDS', 'how long the signed approval is valid: 1 to 900 (default 300)'],
+      ['--url URL', 'the service (default: ETS_URL, else http://127.0.0.1:8080)'],
+    ],
+    notes: SERVICE_NOTE,
+  },
+  'overrides reject': {
+    brief: 'reject a held transaction with a reason (a signed Refusal Record)',
+    synopsis: ['overrides reject ID --key FILE --reason TEXT [--ttl SECONDS] [--url URL]'],
+    summary: 'Reject a held transaction with a step-up envelope naming it, signed with your Ed25519 step-up key: nothing is released, a signed Refusal Record (matchedRuleId override-rejected) is stored. The held transaction is printed as JSON on stdout.',
+    options: [
+      ['ID', 'the businessTransactionId'],
+      ['--key FILE', 'your Ed25519 step-up private key, PEM (never the API key)'],
+      ['--reason TEXT', 'why (required; recorded as the rejection reason)'],
+      ['--ttl SECONDS', 'how long the signed envelope is valid: 1 to 900 (default 300)'],
+      ['--url URL', 'the service (default: ETS_URL, else http://127.0.0.1:8080)'],
+    ],
+    notes: SERVICE_NOTE,
   },
   policy: {
     synopsis: ['policy validate FILE'],
@@ -214,7 +273,7 @@ export const HELP: Record<string, CommandHelp> = {
       'demo --from DIR [--url URL]',
       'demo --url URL --alice-key KEY --alice-step-up PEM_FILE --bob-key KEY --bob-step-up PEM_FILE --agent-key KEY',
     ],
-    summary: 'A guided walk through governance, execution, refusal, an external connector, a business signal source, verification, receipt and offline verification.',
+    summary: 'A guided walk through governance, execution, refusal, an external connector, a business signal source, an agent calling a tool through the MCP gateway (approved, refused, held until a human approves it), verification, receipt and offline verification.',
     options: [
       ['--setup DIR', "(server stopped) add the demo callers' keys to the key file, write their step-up keys, DIR/demo.env and the server's demo settings DIR/server.env"],
       ['--dns-port PORT', "with --setup: the UDP port of the demo's resolver on 127.0.0.1 (default: a free one, chosen at setup)"],
@@ -259,7 +318,7 @@ export const TOP_LEVEL_HELP = [
   // Every entry with a brief, in the table's order: each command, or each of its subcommands.
   ...Object.entries(HELP)
     .filter(([, h]) => h.brief !== undefined)
-    .map(([c, h]) => `  ${c.padEnd(16)}  ${h.brief}`),
+    .map(([c, h]) => `  ${c.padEnd(17)}  ${h.brief}`),
   '',
   // Outside the clone `npx ets` is the unrelated registry package of that name (npm's lookup); the
   // `npm --prefix` form and the launcher's path work from anywhere.

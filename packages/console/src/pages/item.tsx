@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import type { ApprovalScope } from '@ets/client';
+import { heldApprovalPayload, type ApprovalScope } from '@ets/client';
 import { getJson, listAll } from '../api';
 import { attended, REFRESH_MS } from '../attention';
 import { kindOf, mcpCallOf, type InboxItem, type Kind, type Raw } from '../kinds';
@@ -7,7 +7,7 @@ import { Impact } from '../items/impact';
 import { PolicyDiff } from '../items/policy-diff';
 import { publishedPolicy } from '../policies';
 import { href } from '../router';
-import { approvalScopeOf, envelopePayload, heldApprovalPayload } from '../signing';
+import { approvalScopeOf, envelopePayload, type Payload } from '../signing';
 import { errorText, Facts, Json, Notice, PageTitle, untilText, When } from '../ui';
 import { Decision, type DecisionSpec } from './decision';
 
@@ -146,7 +146,8 @@ function Decide({ kind, item, me, onDecided }: { kind: Kind; item: InboxItem; me
           prepare: (action, reason) => {
             if (action === 'reject') return envelopePayload({ businessTransactionId: item.id }, 'reject', me, reason);
             if (!scope.scope) throw new Error(`This transaction cannot be approved here: ${scope.error}.`);
-            return heldApprovalPayload(raw, me, scope.scope);
+            // The payload is built by @ets/client, as `ets overrides approve` and the client's `approve` build it.
+            return heldApprovalPayload({ ...raw, scope: scope.scope }, me) as unknown as Payload;
           },
           path: (action) => (action === 'approve' ? kind.approvePath(item.id) : kind.rejectPath(item.id)),
         };
