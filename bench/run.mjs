@@ -687,7 +687,7 @@ async function verifyExportRun() {
   const one = rateOn(1);
   const all = rateOn(VERIFY_THREADS);
   const share = all.rate / (VERIFY_THREADS * one.rate);
-  const title = (t) => `verify   ${t}`.padEnd(95);
+  const title = (t) => `verify   ${t}`.padEnd(87);
   console.log(`${title(`ets verify --all, an export of ${records} records (every check)`)}${fmt(one.rate).padStart(7)} records/s  (one thread; ${fmt(one.ms)} ms with ${fmt(one.start)} ms of start)`);
   console.log(`${title('ets verify --all, the same export, every core')}${fmt(all.rate).padStart(7)} records/s  (${VERIFY_THREADS} threads; ${fmt(all.ms)} ms with ${fmt(all.start)} ms of start; ${fmt(100 * share)}% of ${VERIFY_THREADS} x one thread)`);
   results.push({ figure: 'ets verify --all records/s', records, oneThread: one.rate, threads: VERIFY_THREADS, allThreads: all.rate, share });
