@@ -642,7 +642,8 @@ async function memoryRun(kind) {
 /**
  * `ets verify --all` of a whole export (a fresh SQLite server's records after VERIFY_EXPORT_EXECUTIONS
  * approved executions) on one thread and on VERIFY_THREADS, each run's start (the process, the keys,
- * the threads: timed on the header and one line) taken off so the rates are the records'.
+ * the threads: timed on the header and one line) taken off so the rates are the records'; the
+ * better of two runs each.
  */
 async function verifyExportRun() {
   const store = await prepareStore('sqlite');
@@ -684,8 +685,10 @@ async function verifyExportRun() {
     if (!run.out.includes('VALID: every record verifies')) throw new Error(`the export did not verify: ${run.out}`);
     return { rate: records / ((run.ms - start) / 1000), ms: run.ms, start };
   };
-  const one = rateOn(1);
-  const all = rateOn(VERIFY_THREADS);
+  // Alternated and the better of two each: a neighbour's burst on a shared machine hits one run, not the ratio.
+  const runs = [rateOn(1), rateOn(VERIFY_THREADS), rateOn(1), rateOn(VERIFY_THREADS)];
+  const best = (a, b) => (a.rate >= b.rate ? a : b);
+  const [one, all] = [best(runs[0], runs[2]), best(runs[1], runs[3])];
   const share = all.rate / (VERIFY_THREADS * one.rate);
   const title = (t) => `verify   ${t}`.padEnd(87);
   console.log(`${title(`ets verify --all, an export of ${records} records (every check)`)}${fmt(one.rate).padStart(7)} records/s  (one thread; ${fmt(one.ms)} ms with ${fmt(one.start)} ms of start)`);
