@@ -47,6 +47,8 @@ export {
   type OfflineOptions,
   type UnwrappedRecord,
   ExportVerifier,
+  ExportLineChecker,
+  type CheckedLine,
   EXPORT_FORMAT,
   type ExportHeader,
   type ExportSummary,

@@ -205,6 +205,35 @@ describe.each(STORAGE_TARGETS)('ets export and ets verify --all on $name', (fact
     expect(headless.stdout).toContain('first failure: line 1 (the header):');
   }, 240_000);
 
+  it('--threads 2 checks the records on two threads: the same report as one thread, and a changed record in the middle is found with its line', async () => {
+    const file = [header, ...lines];
+    const whole = await check('threads.jsonl', file);
+    const [one, two] = await Promise.all([1, 2].map((n) => runCli(['verify', '--all', path.join(dir, 'threads.jsonl'), '--keys', jwksFile, '--threads', String(n)], {})));
+    expect(two.code).toBe(0);
+    expect(two.stdout).toBe(one.stdout);
+    expect(two.stdout).toBe(whole.stdout);
+
+    // A Trust Record past the middle, far from any batch's edge, changed after it was signed.
+    const i = file.findIndex((l, n) => n > file.length / 2 + 37 && l.startsWith('{"kind":"execution-trust-record"'));
+    const tampered = [...file];
+    tampered[i] = tampered[i]!.replace('"amount":120', '"amount":121');
+    writeFileSync(path.join(dir, 'threads-changed.jsonl'), tampered.join('\n') + '\n');
+    const verify = (n: number) => runCli(['verify', '--all', path.join(dir, 'threads-changed.jsonl'), '--keys', jwksFile, '--threads', String(n)], {});
+    const [changedOne, changedTwo] = [await verify(1), await verify(2)];
+    expect(changedTwo.code).toBe(1);
+    expect(changedTwo.stdout).toMatch(new RegExp(`first failure: line ${i + 1} \\(execution-trust-record [0-9a-f-]{36}\\):\n {2}signature: `));
+    expect(changedTwo.stdout).toContain('NOT VALID: 1 failure(s); the first is above.');
+    expect(changedTwo.stderr).toContain(`does NOT verify: line ${i + 1} (execution-trust-record`);
+    expect(changedTwo.stdout).toBe(changedOne.stdout);
+    expect(changedTwo.stderr).toBe(changedOne.stderr);
+
+    for (const bad of ['0', 'two', '1.5']) {
+      const r = await runCli(['verify', '--all', path.join(dir, 'threads.jsonl'), '--keys', jwksFile, '--threads', bad], {});
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('--threads must be a whole number of threads, 1 or more.');
+    }
+  }, 240_000);
+
   it("exports a period: the run of leaves from the period's first record to its last, every leaf in between, complete", async () => {
     const res = await runCli(['export', '--since', midpoint], env);
     expect(res.code).toBe(0);

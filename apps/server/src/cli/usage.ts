@@ -169,7 +169,7 @@ export const HELP: Record<string, CommandHelp> = {
   },
   verify: {
     brief: 'verify a signed record (or a whole export with --all) offline with only the public keys',
-    synopsis: ['verify FILE|- [--keys JWKS_FILE_OR_URL]', 'verify --all FILE|- [--keys JWKS_FILE_OR_URL]'],
+    synopsis: ['verify FILE|- [--keys JWKS_FILE_OR_URL]', 'verify --all FILE|- [--keys JWKS_FILE_OR_URL] [--threads N]'],
     summary:
       'Verify a signed record offline, as the API served it (Trust Record, Refusal Record, Execution Intent, audit event, Verification, Receipt, attestation, attestation-simple answer, override resolution, runtime manifest, confirmation proof). ' +
       'With --all, FILE is an export (ets export, JSON Lines): its header, every record, that the lines are exactly the run of transparency-log leaves the header names (each leaf once, in order: none removed, repeated, moved or foreign), and the execution chain across its Trust Records.',
@@ -177,6 +177,7 @@ export const HELP: Record<string, CommandHelp> = {
       ['FILE|-', "the record as JSON; '-' reads stdin. The {intent, status} of GET /execution-intents/{id} and the response of POST /execute are unwrapped"],
       ['--all', "FILE is an export: verify every line, that no leaf of its run is missing, repeated or out of order, and that each Trust Record links to the one before it; print counts per kind and the first failure"],
       ['--keys SOURCE', 'a JWKS file, or the http(s) URL of /.well-known/jwks.json; default http://SVC_HOST:SVC_PORT/.well-known/jwks.json'],
+      ['--threads N', "with --all: the threads that check records' signatures, hashes and proofs (default: every core); the order of the lines and the chain are checked on one"],
     ],
     notes: 'Exit 0 only when it verifies (with --all: every line, the whole run of leaves and the chain), 1 when it does not, 2 on usage or I/O errors.',
   },

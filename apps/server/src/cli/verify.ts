@@ -1,4 +1,5 @@
 import { createReadStream, openSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ExportVerifier, unwrapServedRecord, verifyOffline, type ExportSummary, type JwksLike, type LineFailure, type OfflineReport } from '@ets/adapters-crypto';
@@ -7,6 +8,7 @@ import { CliError, codeOrMessage } from './errors.js';
 import { usageOf } from './usage.js';
 import { loadJwks } from './jwks.js';
 import { readStdin } from './read-stdin.js';
+import { feedExport } from './parallel-export-check.js';
 
 const USAGE = usageOf('verify');
 
@@ -29,12 +31,15 @@ const USAGE = usageOf('verify');
  * for usage and I/O errors (unreadable file, not JSON, keys not reachable).
  */
 export async function verifyCommand(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, options: { keys: { type: 'string' }, all: { type: 'boolean' } }, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({ args: argv, options: { keys: { type: 'string' }, all: { type: 'boolean' }, threads: { type: 'string' } }, allowPositionals: true, strict: true });
   if (positionals.length !== 1 || positionals[0] === '') throw new CliError(`${positionals.length === 0 ? 'FILE is required. ' : ''}${USAGE}`, 2);
   const file = positionals[0]!;
+  if (values.threads !== undefined && !values.all) throw new CliError(`--threads goes with --all. ${USAGE}`, 2);
   if (values.all) {
+    const threads = values.threads === undefined ? availableParallelism() : Number(values.threads);
+    if (!Number.isSafeInteger(threads) || threads < 1) throw new CliError(`--threads must be a whole number of threads, 1 or more. ${USAGE}`, 2);
     const keysSource = values.keys ?? defaultJwksUrl();
-    return verifyExport(file, await loadJwks(keysSource), keysSource);
+    return verifyExport(file, await loadJwks(keysSource), keysSource, threads);
   }
   const parsed = parseJson(await readInput(file), file === '-' ? 'standard input' : file);
   const { record, from, transparency } = unwrapServedRecord(parsed);
@@ -81,9 +86,9 @@ export function formatReport(report: OfflineReport, about: { from?: string; keys
  * `ets verify --all FILE`: an export (`ets export`): its header, every record, that the lines are
  * exactly the run of log leaves the header names, and the execution chain across its Trust
  * Records, streamed (constant memory). Prints a summary and the first failure; exit 0 only when
- * all of it holds.
+ * all of it holds. The records are checked on `threads` threads, the order and the chain on this one.
  */
-async function verifyExport(file: string, jwks: JwksLike, keys: string): Promise<void> {
+async function verifyExport(file: string, jwks: JwksLike, keys: string, threads: number): Promise<void> {
   let input: NodeJS.ReadableStream;
   try {
     input = file === '-' ? process.stdin : createReadStream('', { fd: openSync(file, 'r') });
@@ -91,7 +96,7 @@ async function verifyExport(file: string, jwks: JwksLike, keys: string): Promise
     throw new CliError(`cannot read ${file}: ${codeOrMessage(e)}`, 2);
   }
   const verifier = new ExportVerifier(jwks);
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) verifier.addLine(line);
+  await feedExport(createInterface({ input, crlfDelay: Infinity }), verifier, jwks, threads);
   const summary = verifier.summary();
   process.stdout.write(formatExportSummary(summary, keys));
   if (!summary.valid) {

@@ -100,6 +100,73 @@ interface Run {
   last: number | null;
 }
 
+/**
+ * What one record line of an export shows on its own, without the lines before it: the part of
+ * the verification that can run on any thread (parsing, signatures, hashes, the inclusion proof),
+ * as plain data an {@link ExportVerifier} takes in file order (`addChecked`). Structured-clone safe.
+ */
+export type CheckedLine =
+  | { unreadable: true; problems: string[] }
+  | {
+      unreadable?: false;
+      /** The kind the record is (detected), not the one the line claims. */
+      kind: OfflineRecordKind;
+      id?: string;
+      /** Its own failed checks, `check: detail`. */
+      problems: string[];
+      /** Its inclusion proof's leaf and checkpoint; null when it carries none. */
+      proof: { leafIndex: number; checkpoint: unknown } | null;
+      inclusionOk: boolean;
+      /** Per execution of a Trust Record: its chain fields, or null when it carries none. */
+      chain: ChainFields;
+    };
+
+type ChainFields = ({ previousChainHash: unknown; chainHash: unknown } | null)[];
+
+/** Checks export lines one at a time, each on its own (see {@link CheckedLine}); one per thread. */
+export class ExportLineChecker {
+  private readonly notes: readonly NoteVerifier[];
+
+  constructor(private readonly jwks: JwksLike) {
+    this.notes = jwksNoteVerifiers(jwks).map(rememberingLastAnswer);
+  }
+
+  check(text: string): CheckedLine {
+    if (text.trim() === '') return { unreadable: true, problems: ['line: empty'] };
+    let value: unknown;
+    try {
+      value = JSON.parse(text) as unknown;
+    } catch {
+      return { unreadable: true, problems: ['line: not JSON'] };
+    }
+    // A record is a signed object, or a confirmation proof: a compact JWS, a JSON string.
+    if (!isObject(value) || !(isObject(value.record) || typeof value.record === 'string')) {
+      return { unreadable: true, problems: ['line: not {"kind": …, "record": {…}, "transparency": {…}}'] };
+    }
+    const { record, transparency } = unwrapServedRecord({ record: value.record, transparency: value.transparency });
+    const detected: OfflineRecordKind = detectKind(record);
+    const kind = typeof value.kind === 'string' ? value.kind : 'unknown';
+    const problems: string[] = [];
+    if (kind !== detected) problems.push(`kind: the line says ${JSON.stringify(value.kind)}, the record is ${detected}`);
+    const report = verifyOfflineWith(nodeVerifyCrypto, record, this.jwks, { transparency, notes: this.notes });
+    for (const c of report.checks) if (!c.ok) problems.push(`${c.name}: ${c.detail ?? 'failed'}`);
+    const id = idOf(record);
+    return {
+      kind: detected,
+      ...(id !== undefined ? { id } : {}),
+      problems,
+      proof: isObject(transparency) && isCount(transparency.leafIndex) ? { leafIndex: transparency.leafIndex, checkpoint: transparency.checkpoint } : null,
+      inclusionOk: report.checks.find((c) => c.name === 'inclusion')?.ok === true,
+      chain: detected === 'execution-trust-record' ? chainFields(record) : [],
+    };
+  }
+}
+
+function chainFields(record: unknown): ChainFields {
+  const executions = isObject(record) && Array.isArray(record.executions) ? (record.executions as unknown[]) : [];
+  return executions.map((e) => (isObject(e) && ('chainHash' in e || 'previousChainHash' in e) ? { previousChainHash: e.previousChainHash, chainHash: e.chainHash } : null));
+}
+
 export class ExportVerifier {
   private lines = 0;
   private invalid = 0;
@@ -117,6 +184,7 @@ export class ExportVerifier {
   private readonly counts = { missing: 0, outOfOrder: 0, unproven: 0 };
   private ended?: ExportSummary;
   private readonly notes: readonly NoteVerifier[];
+  private checker?: ExportLineChecker;
 
   constructor(private readonly jwks: JwksLike) {
     this.notes = jwksNoteVerifiers(jwks).map(rememberingLastAnswer);
@@ -124,36 +192,33 @@ export class ExportVerifier {
 
   /** Checks the next line (its text); returns its failure, if any. */
   addLine(text: string): LineFailure | undefined {
-    const line = ++this.lines;
-    if (line === 1) return this.header(text);
-    if (text.trim() === '') return this.fail({ line, kind: 'unknown', problems: ['line: empty'] });
-    let value: unknown;
-    try {
-      value = JSON.parse(text) as unknown;
-    } catch {
-      return this.fail({ line, kind: 'unknown', problems: ['line: not JSON'] });
+    if (this.lines === 0) {
+      this.lines++;
+      return this.header(text);
     }
-    // A record is a signed object, or a confirmation proof: a compact JWS, a JSON string.
-    if (!isObject(value) || !(isObject(value.record) || typeof value.record === 'string')) {
-      return this.fail({ line, kind: 'unknown', problems: ['line: not {"kind": …, "record": {…}, "transparency": {…}}'] });
-    }
-    const { record, transparency } = unwrapServedRecord({ record: value.record, transparency: value.transparency });
-    const detected: OfflineRecordKind = detectKind(record);
-    const kind = typeof value.kind === 'string' ? value.kind : 'unknown';
-    const problems: string[] = [];
-    if (kind !== detected) problems.push(`kind: the line says ${JSON.stringify(value.kind)}, the record is ${detected}`);
-    const report = verifyOfflineWith(nodeVerifyCrypto, record, this.jwks, { transparency, notes: this.notes });
-    for (const c of report.checks) if (!c.ok) problems.push(`${c.name}: ${c.detail ?? 'failed'}`);
-    problems.push(...this.place(transparency, report.checks.find((c) => c.name === 'inclusion')?.ok === true));
-    if (detected === 'execution-trust-record') problems.push(...this.link(record as Record<string, unknown>));
+    return this.addChecked((this.checker ??= new ExportLineChecker(this.jwks)).check(text));
+  }
 
-    const tally = (this.kinds[detected] ??= { valid: 0, invalid: 0 });
+  /**
+   * Takes the next record line as an {@link ExportLineChecker} checked it (on this thread or
+   * another, lines in file order): what depends on the lines before it (the line's place in the run,
+   * its chain link, the tallies) is done here. The header (line 1) goes to `addLine`.
+   */
+  addChecked(checked: CheckedLine): LineFailure | undefined {
+    const line = ++this.lines;
+    if (line === 1) return this.headerFailure(['header: the first line is the header, not a record']);
+    if (checked.unreadable) return this.fail({ line, kind: 'unknown', problems: checked.problems });
+    const problems = [...checked.problems];
+    problems.push(...this.place(checked.proof, checked.inclusionOk));
+    if (checked.kind === 'execution-trust-record') problems.push(...this.link(checked.chain));
+
+    const tally = (this.kinds[checked.kind] ??= { valid: 0, invalid: 0 });
     if (problems.length === 0) {
       tally.valid++;
       return undefined;
     }
     tally.invalid++;
-    return this.fail({ line, kind: detected, id: idOf(record), problems }, false);
+    return this.fail({ line, kind: checked.kind, ...(checked.id !== undefined ? { id: checked.id } : {}), problems }, false);
   }
 
   /** Ends the file: what its end lacks is a failure too. Call once, after the last line. */
@@ -227,10 +292,10 @@ export class ExportVerifier {
   }
 
   /** The line's place in the run: a verified proof in the header's checkpoint, of the leaf expected next. */
-  private place(proof: unknown, verified: boolean): string[] {
+  private place(proof: { leafIndex: number; checkpoint: unknown } | null, verified: boolean): string[] {
     const run = this.run;
     if (!run) return [];
-    if (!isObject(proof) || !isCount(proof.leafIndex)) {
+    if (!proof) {
       this.counts.unproven++;
       return ['leaf: no inclusion proof (every line of an export carries one)'];
     }
@@ -256,11 +321,10 @@ export class ExportVerifier {
   }
 
   /** The links of this record's executions to the one before them in the file. */
-  private link(record: Record<string, unknown>): string[] {
-    const executions = Array.isArray(record.executions) ? (record.executions as unknown[]) : [];
+  private link(executions: ChainFields): string[] {
     const problems: string[] = [];
     executions.forEach((e, i) => {
-      if (!isObject(e) || !('chainHash' in e || 'previousChainHash' in e)) {
+      if (!e) {
         if (this.chainStarted) problems.push(`chain: executions[${i}] carries no chain fields after a chained execution`);
         return;
       }

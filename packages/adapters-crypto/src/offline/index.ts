@@ -9,4 +9,4 @@ export {
 } from './verify-offline.js';
 export { verifyOffline } from './node.js';
 export { unwrapServedRecord, type UnwrappedRecord } from './unwrap.js';
-export { ExportVerifier, EXPORT_FORMAT, type ExportHeader, type ExportSummary, type LineFailure } from './export-verifier.js';
+export { ExportLineChecker, ExportVerifier, EXPORT_FORMAT, type CheckedLine, type ExportHeader, type ExportSummary, type LineFailure } from './export-verifier.js';
