@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import https from 'node:https';
+import type net from 'node:net';
 import type tls from 'node:tls';
 import { EgressFetchError, HttpsEgress, type ConnectionPoolOptions } from '@ets/adapters-connectors';
 import { answerJson, startTestNetwork, type TestHandler, type TestHttpsServer, type TestNetwork } from '@ets/test-support';
@@ -77,6 +79,30 @@ describe('egress: kept connections and resumed TLS sessions', () => {
     expect(egress.connections.idle).toBe(0);
     await sleep(50);
     expect(seen.open).toBe(0);
+  });
+
+  it('a connection whose answer came before the request was fully written is kept once it is', async () => {
+    const egress = newEgress();
+    const address = network.address();
+    let handshakes = 0;
+    const early = network.track(
+      https.createServer(await network.ca.issue(['early.keep.test']), (req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"early":true}'); // before reading the body, which waits in the buffers meanwhile
+        setTimeout(() => req.resume(), 200);
+      }),
+    );
+    early.on('secureConnection', () => handshakes++);
+    await new Promise<void>((r) => early.listen(0, address, r));
+    network.dns.set('early.keep.test', { A: [address] });
+    const url = `https://early.keep.test:${(early.address() as net.AddressInfo).port}/`;
+    for (let n = 0; n < 3; n++) {
+      expect(await post(egress, url, { blob: 'x'.repeat(16 * 1024 * 1024) }, 10_000)).toEqual({ outcome: 'answered', status: 200, body: { early: true } });
+      // Answered, but the request is still being written: the connection is kept once it is.
+      for (let waited = 0; egress.connections.idle === 0 && waited < 5000; waited += 20) await sleep(20);
+      expect(egress.connections.idle).toBe(1);
+    }
+    expect(handshakes).toBe(1);
   });
 
   it('a new connection resumes the TLS session of the last one to the same endpoint', async () => {

@@ -131,26 +131,30 @@ export class ConnectionPool {
   /**
    * Called once the answer `res` to `req` was read completely and taken as the call's answer:
    * the connection is kept when both ends keep it open (HTTP/1.1 without `Connection: close`,
-   * which Node's parser has already applied to `req.shouldKeepAlive`), the request was written
-   * out completely, and the server's `Keep-Alive: timeout=` (if any) leaves time to use it.
-   * Otherwise it is closed.
+   * which Node's parser has already applied to `req.shouldKeepAlive`), once the request has been
+   * written out completely, and when the server's `Keep-Alive: timeout=` (if any) leaves time to
+   * use it. Otherwise it is closed.
    */
   afterAnswer(key: ConnectionKey, socket: tls.TLSSocket, req: http.ClientRequest, res: http.IncomingMessage): void {
     const idleMs = Math.min(this.idleMs, serverIdleMs(res));
-    if (this.closed || idleMs <= 0 || !req.shouldKeepAlive || !req.writableFinished || !res.complete || hasClose(res.headers.connection)) {
+    if (this.closed || idleMs <= 0 || !req.shouldKeepAlive || !res.complete || hasClose(res.headers.connection)) {
       socket.destroy();
       return;
     }
-    // Node's client detaches itself from the socket and then emits 'free' (next tick): only then
-    // is the socket ours again. Should that not happen, the socket is not kept.
+    // Node's client detaches itself from the socket and then emits 'free': on the next tick, or,
+    // when the answer came before the request's last bytes were handed to the kernel, once they
+    // are. Only then is the socket ours again.
     let freed = false;
     socket.once('free', () => {
       freed = true;
+      clearTimeout(unfreed);
       this.put(key, socket, idleMs);
     });
-    setImmediate(() => {
-      if (!freed) socket.destroy();
-    });
+    // The request ends ('close') just before the socket is freed; a request that failed instead, or
+    // is still being written when the connection could no longer be kept anyway, closes it.
+    req.once('close', () => setImmediate(() => freed || socket.destroy()));
+    const unfreed = setTimeout(() => socket.destroy(), idleMs);
+    unfreed.unref();
   }
 
   /** Closes every idle connection and keeps none from now on (the service is stopping). */
