@@ -52,6 +52,8 @@ describe('egress: kept connections and resumed TLS sessions', () => {
     const { srv, seen } = await server('reuse.keep.test');
     for (let n = 0; n < 12; n++) expect(await post(egress, srv.url(), { n })).toEqual({ outcome: 'answered', status: 200, body: { ok: true } });
     expect(seen.handshakes).toBe(1);
+    // Every call resolved the name again (one A and one AAAA question each), kept connection or not.
+    expect(network.dns.asked('reuse.keep.test')).toBe(24);
     expect(srv.received).toEqual(Array.from({ length: 12 }, (_, n) => `{"n":${n}}`));
     expect(egress.connections).toMatchObject({ idle: 1, reused: 11 });
     // Concurrent calls each have a connection of their own, and all of them are kept.
