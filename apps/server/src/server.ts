@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { countIntentsByState, createDataSource, describeTarget, migrate, TypeOrmPublishedKeyStore, type TypeOrmAttestationStore } from '@ets/adapters-persistence';
 import { ServiceSigningKeys, type KeyProvider } from '@ets/adapters-crypto';
 import type { HttpApp, RateLimiters } from '@ets/adapters-http';
-import type { McpUpstreamPool } from '@ets/adapters-connectors';
+import type { HttpsEgress, McpUpstreamPool } from '@ets/adapters-connectors';
 import { EVERY_CALLER, type AttestationRuntime, type CheckpointPublisher, type ExecutionService, type ExecutionStore, type HeldTransactions, type Logger, type NoticeDelivery, type PolicyGovernance } from '@ets/domain';
 import type { Container } from 'inversify';
 import { ConfigError, type Settings } from './config/settings.js';
@@ -124,6 +124,8 @@ export async function startServer(settings: Settings, logger: Logger, hooks: Sta
         await container.get<RateLimiters>(TOKENS.RateLimiters).close();
         // Ends the upstream MCP sessions and the stdio servers' processes.
         await container.get<McpUpstreamPool>(TOKENS.McpUpstreams).close();
+        // After the last outbound call (the MCP sessions' ends included): the kept connections.
+        container.get<HttpsEgress>(TOKENS.HttpsEgress).close();
         await container.get<TypeOrmAttestationStore>(TOKENS.AttestationStore).close();
         await dataSource.destroy();
         await provider.close();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync } from 'node:fs';
+import type tls from 'node:tls';
 import path from 'node:path';
 import request from 'supertest';
 import { decodeJwt } from 'jose';
@@ -16,6 +17,7 @@ import {
   governed,
   jwksOf,
   publishPolicy,
+  restartTestServer,
   scriptedSource,
   sourceProof,
   startTestNetwork,
@@ -415,5 +417,23 @@ describe.each(STORAGE_TARGETS)('business signal sources on $name', (factory) => 
     expect(claims.conditions).toEqual([{ signal: 'invoiceAmount', value: 120, validUntil, source: name }]);
     // NumericDates to the millisecond (RFC 7519 allows fractions): no later than the fact's validUntil.
     expect(claims.exp).toBeLessThanOrEqual(Date.parse(validUntil) / 1000);
+  });
+
+  // Last: it restarts the service.
+  it('calls to a source share a kept connection, and stopping the service closes it', async () => {
+    const key = ed25519Key();
+    const { srv, policyName } = await source(scriptedSource(key, (_q, honest) => ({ body: honest() })), key);
+    const seen = { handshakes: 0, open: 0 };
+    srv.server.on('secureConnection', (socket: tls.TLSSocket) => {
+      seen.handshakes++;
+      seen.open++;
+      socket.once('close', () => seen.open--);
+    });
+    for (let i = 0; i < 3; i++) expect((await execute(policyName)).status).toBe(200);
+    expect(srv.received.length).toBeGreaterThanOrEqual(3);
+    expect(seen).toEqual({ handshakes: 1, open: 1 });
+    server = await restartTestServer(server);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(seen.open).toBe(0);
   });
 });

@@ -4,7 +4,8 @@ import tls from 'node:tls';
 import { jsonBodyText, readEndpoint, type Egress, type EgressResult, type Endpoint, type EndpointCheck, type NotSentReason, type OutboundJsonRequest } from '@ets/domain';
 import { AddressPolicy } from './address-policy.js';
 import { DnsResolver, type HostResolver } from './resolver.js';
-import { codeOf, hostHeader, pinnedFetch, type PinnedConnector } from './pinned-fetch.js';
+import { ConnectionPool, type ConnectionKey, type ConnectionPoolOptions } from './connection-pool.js';
+import { codeOf, hostHeader, pinnedFetch, type PinnedConnection, type PinnedConnector } from './pinned-fetch.js';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 /** `fetch`'s cap on one streamed answer: an MCP tool result, or all that one SSE stream carries. */
@@ -53,9 +54,11 @@ export interface HttpsEgressOptions {
   connectTimeoutMs?: number;
   /** Tests may count lookups; production uses DnsResolver. */
   resolver?: HostResolver;
+  /** Kept connections (bounds, idle time); the defaults of connection-pool.ts. */
+  keepAlive?: ConnectionPoolOptions;
 }
 
-type Attempt = { kind: 'connected'; socket: tls.TLSSocket } | { kind: 'next'; message: string } | { kind: 'not-sent'; reason: NotSentReason; message: string };
+type Attempt = { kind: 'connected'; connection: PinnedConnection } | { kind: 'next'; message: string } | { kind: 'not-sent'; reason: NotSentReason; message: string };
 
 const notSent = (reason: NotSentReason, message: string): EgressResult => ({ outcome: 'not-sent', reason, message });
 
@@ -68,6 +71,13 @@ const notSent = (reason: NotSentReason, message: string): EgressResult => ({ out
  * the deadline (`connectAttemptMs`), hands over to the next; once a TCP connection is established
  * nothing is retried (a TLS failure on it ends the call), and the request is sent on it at most
  * once. One deadline covers all of it.
+ *
+ * Connections are kept alive (ConnectionPool): after a complete answer a connection waits, idle,
+ * for the next call to the same host, port and checked address. A call still resolves and checks
+ * every address first, and takes a kept connection only to an address that this resolution has
+ * just yielded and allowed; kept connections to any other address of the endpoint are closed. A
+ * new connection resumes the endpoint's last TLS session when there is one. A request written on a
+ * kept connection that then fails is an unknown outcome like any other, and is never sent again.
  */
 export class HttpsEgress implements Egress {
   private readonly resolver: HostResolver;
@@ -77,6 +87,7 @@ export class HttpsEgress implements Egress {
   private readonly maxResponseBytes: number;
   private readonly maxStreamBytes: number;
   private readonly connectTimeoutMs: number;
+  private readonly pool: ConnectionPool;
 
   constructor(options: HttpsEgressOptions = {}) {
     this.resolver = options.resolver ?? new DnsResolver(options.dnsServers);
@@ -85,6 +96,17 @@ export class HttpsEgress implements Egress {
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.maxStreamBytes = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES;
     this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.pool = new ConnectionPool(options.keepAlive);
+  }
+
+  /** Closes the kept connections, and keeps none from now on (the service is stopping). */
+  close(): void {
+    this.pool.close();
+  }
+
+  /** Kept connections: how many are idle now, and how many were reused, kept, dropped so far. */
+  get connections(): { idle: number; reused: number; kept: number; dropped: number } {
+    return { idle: this.pool.size, ...this.pool.stats };
   }
 
   async check(endpoint: string, timeoutMs: number): Promise<EndpointCheck> {
@@ -100,7 +122,7 @@ export class HttpsEgress implements Egress {
     const body = Buffer.from(jsonBodyText(request.body), 'utf8');
     return withDeadline(request.timeoutMs, async (signal, deadline) => {
       const opened = await this.open(endpoint, signal, deadline);
-      return 'socket' in opened ? this.exchange(opened.socket, endpoint, body, signal, request.headers) : opened;
+      return 'connection' in opened ? this.exchange(opened.connection, endpoint, body, signal, request.headers) : opened;
     });
   }
 
@@ -116,19 +138,33 @@ export class HttpsEgress implements Egress {
 
   private readonly pinned: PinnedConnector = {
     open: (endpoint, signal, deadline) => this.open(endpoint, signal, deadline),
+    afterAnswer: (connection, req, res) => this.pool.afterAnswer(connection.key, connection.socket, req, res),
     connectTimeoutMs: () => this.connectTimeoutMs,
     maxStreamBytes: () => this.maxStreamBytes,
   };
 
-  /** Resolves, checks and connects (TLS verified): a socket pinned to a checked address, or why nothing was sent. */
-  private async open(endpoint: Endpoint, signal: AbortSignal, deadline: number): Promise<{ socket: tls.TLSSocket } | Extract<EgressResult, { outcome: 'not-sent' }>> {
+  /**
+   * Resolves, checks and connects (TLS verified): a connection pinned to a checked address, or why
+   * nothing was sent. A kept connection serves only when its address is among those just checked.
+   */
+  private async open(endpoint: Endpoint, signal: AbortSignal, deadline: number): Promise<{ connection: PinnedConnection } | Extract<EgressResult, { outcome: 'not-sent' }>> {
     const checked = await this.resolveChecked(endpoint.host, signal);
-    if (!checked.ok) return { outcome: 'not-sent', reason: checked.reason, message: checked.message };
+    if (!checked.ok) {
+      // The name no longer resolves, or resolves to an address not allowed: nothing kept for it serves again.
+      this.pool.keepOnly(endpoint, []);
+      return { outcome: 'not-sent', reason: checked.reason, message: checked.message };
+    }
+    this.pool.keepOnly(endpoint, checked.addresses);
+    for (const address of checked.addresses) {
+      const key = { host: endpoint.host, port: endpoint.port, address };
+      const kept = this.pool.take(key);
+      if (kept) return { connection: { socket: kept, key, reused: true } };
+    }
     const refusals: string[] = [];
     for (const [i, address] of checked.addresses.entries()) {
       const limitMs = connectAttemptMs(deadline - Date.now(), checked.addresses.length - i);
       const attempt = await this.connect(address, endpoint, signal, limitMs);
-      if (attempt.kind === 'connected') return { socket: attempt.socket };
+      if (attempt.kind === 'connected') return { connection: attempt.connection };
       if (attempt.kind === 'not-sent') return { outcome: 'not-sent', reason: attempt.reason, message: attempt.message };
       refusals.push(attempt.message);
     }
@@ -153,12 +189,15 @@ export class HttpsEgress implements Egress {
 
   /**
    * One address: TCP within `limitMs` (undefined: within the deadline), then TLS within the
-   * deadline. Only a TCP connect that never completed moves on to the next address.
+   * deadline, resuming the last TLS session with this endpoint and address if there is one (the
+   * server decides; a resumed session was verified against the same name and CAs when it was
+   * made). Only a TCP connect that never completed moves on to the next address.
    */
   private connect(address: string, endpoint: Endpoint, signal: AbortSignal, limitMs: number | undefined): Promise<Attempt> {
     return new Promise<Attempt>((resolve) => {
       let secure: tls.TLSSocket | undefined;
       let settled = false;
+      const key: ConnectionKey = { host: endpoint.host, port: endpoint.port, address };
       const tcp = net.connect({ host: address, port: endpoint.port, family: net.isIPv6(address) ? 6 : 4 });
       const unanswered =
         limitMs === undefined ? undefined : setTimeout(() => settle({ kind: 'next', message: `${address}: no answer to the connection within ${limitMs} ms` }), limitMs);
@@ -180,22 +219,33 @@ export class HttpsEgress implements Egress {
       tcp.once('connect', () => {
         // Connected: from here on this address is the only one (a TLS failure is not-sent, no next).
         clearTimeout(unanswered);
-        secure = tls.connect({ socket: tcp, servername: endpoint.host, secureContext: this.secureContext, ALPNProtocols: ['http/1.1'], minVersion: 'TLSv1.2' });
-        secure.on('error', (e) => settle({ kind: 'not-sent', reason: 'tls', message: `TLS with ${endpoint.host} failed (${codeOf(e)})` }));
-        secure.once('secureConnect', () => settle({ kind: 'connected', socket: secure! }));
+        const session = this.pool.session(key);
+        secure = tls.connect({ socket: tcp, servername: endpoint.host, secureContext: this.secureContext, ALPNProtocols: ['http/1.1'], minVersion: 'TLSv1.2', session });
+        this.pool.watchSessions(key, secure);
+        secure.on('error', (e) => {
+          if (!settled && session) this.pool.forgetSession(key);
+          settle({ kind: 'not-sent', reason: 'tls', message: `TLS with ${endpoint.host} failed (${codeOf(e)})` });
+        });
+        secure.once('secureConnect', () => settle({ kind: 'connected', connection: { socket: secure!, key, reused: false } }));
       });
     });
   }
 
-  /** From here on the request may have been received: every failure is an unknown outcome. */
-  private exchange(socket: tls.TLSSocket, endpoint: Endpoint, body: Buffer, signal: AbortSignal, extraHeaders: Readonly<Record<string, string>> = {}): Promise<EgressResult> {
+  /**
+   * From here on the request may have been received: every failure is an unknown outcome (on a
+   * kept connection too: it may have died just as the request went out, after the server had it).
+   * Only a complete answer lets the connection be kept; any failure closes it.
+   */
+  private exchange(connection: PinnedConnection, endpoint: Endpoint, body: Buffer, signal: AbortSignal, extraHeaders: Readonly<Record<string, string>> = {}): Promise<EgressResult> {
+    const { socket } = connection;
     return new Promise<EgressResult>((resolve) => {
       let settled = false;
-      const settle = (r: EgressResult) => {
+      const settle = (r: EgressResult, complete?: http.IncomingMessage) => {
         if (settled) return;
         settled = true;
         signal.removeEventListener('abort', onAbort);
-        socket.destroy();
+        if (complete) this.pool.afterAnswer(connection.key, socket, req, complete);
+        else socket.destroy();
         resolve(r);
       };
       const unknown = (reason: 'timeout' | 'reset' | 'too-large' | 'malformed', message: string) => settle({ outcome: 'unknown', reason, message });
@@ -212,7 +262,7 @@ export class HttpsEgress implements Egress {
           'content-type': 'application/json',
           'content-length': body.length,
           accept: 'application/json',
-          connection: 'close',
+          connection: 'keep-alive',
           'user-agent': 'ets-egress',
         },
       });
@@ -234,7 +284,7 @@ export class HttpsEgress implements Egress {
         res.on('error', (e) => unknown('reset', `${endpoint.host}: ${codeOf(e)}`));
         res.on('end', () => {
           if (!res.complete) return unknown('reset', `${endpoint.host} closed the connection before the answer was complete`);
-          settle({ outcome: 'answered', status: res.statusCode ?? 0, body: parseJson(Buffer.concat(chunks).toString('utf8')) });
+          settle({ outcome: 'answered', status: res.statusCode ?? 0, body: parseJson(Buffer.concat(chunks).toString('utf8')) }, res);
         });
       });
       req.end(body);

@@ -3,12 +3,15 @@
  * libraries that make their own HTTP requests: the official MCP SDK's Streamable HTTP client
  * transport takes one as its `fetch` option, so every request it makes, the long-lived SSE stream
  * included, obeys every egress rule. Per request: the endpoint rules, one resolution, every
- * address checked, a TLS connection (verified against the host name) to a checked address only,
- * one request on it (`Connection: close`), and the answer streamed back as a `Response`.
+ * address checked, a TLS connection (verified against the host name) to a checked address only (a
+ * kept one, when its address is among those just checked), the request on it, and the answer
+ * streamed back as a `Response`. The connection is kept for another request only once the caller
+ * has read the answer to its end; a redirect, an answer over the cap, an abort or a cancel close it.
  */
 import http from 'node:http';
 import type tls from 'node:tls';
 import { readEndpoint, type EgressResult, type Endpoint, type NotSentReason, type UnknownReason } from '@ets/domain';
+import type { ConnectionKey } from './connection-pool.js';
 
 export const codeOf = (e: unknown): string => (e as { code?: string }).code ?? (e as Error).message ?? String(e);
 export const hostHeader = (e: Endpoint): string => (e.port === 443 ? e.host : `${e.host}:${e.port}`);
@@ -38,14 +41,23 @@ export class EgressFetchError extends Error {
   }
 }
 
+/** A TLS connection to a checked address; `reused`: a kept one, which served an earlier request. */
+export interface PinnedConnection {
+  socket: tls.TLSSocket;
+  key: ConnectionKey;
+  reused: boolean;
+}
+
 /** What `pinnedFetch` needs of the egress adapter. */
 export interface PinnedConnector {
-  open(endpoint: Endpoint, signal: AbortSignal, deadline: number): Promise<{ socket: tls.TLSSocket } | Extract<EgressResult, { outcome: 'not-sent' }>>;
+  open(endpoint: Endpoint, signal: AbortSignal, deadline: number): Promise<{ connection: PinnedConnection } | Extract<EgressResult, { outcome: 'not-sent' }>>;
+  /** After a complete answer: the connection is kept for another request if both ends allow, else closed. */
+  afterAnswer(connection: PinnedConnection, req: http.ClientRequest, res: http.IncomingMessage): void;
   connectTimeoutMs(): number;
   maxStreamBytes(): number;
 }
 
-/** Headers `fetch` sets itself: the connection is this request's alone. */
+/** Headers `fetch` sets itself: how the connection is used is the egress's business. */
 const OWN_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection']);
 /** Statuses whose answer has no body (a `Response` with one throws). */
 const NULL_BODY = new Set([101, 204, 205, 304]);
@@ -72,12 +84,12 @@ export async function pinnedFetch(egress: PinnedConnector, input: string | URL, 
     clearTimeout(timer);
     signal?.removeEventListener('abort', stop);
   }
-  if (!('socket' in opened)) throw new EgressFetchError('not-sent', signal?.aborted ? 'aborted' : opened.reason, opened.message);
+  if (!('connection' in opened)) throw new EgressFetchError('not-sent', signal?.aborted ? 'aborted' : opened.reason, opened.message);
   if (signal?.aborted) {
-    opened.socket.destroy();
+    opened.connection.socket.destroy();
     throw new EgressFetchError('not-sent', 'aborted', 'the request was aborted before it was sent');
   }
-  return exchange(opened.socket, endpoint, { method, headers: new Headers(init.headers), body }, signal, egress.maxStreamBytes());
+  return exchange(egress, opened.connection, endpoint, { method, headers: new Headers(init.headers), body }, signal, egress.maxStreamBytes());
 }
 
 function bodyBytes(body: RequestInit['body']): Buffer | undefined {
@@ -88,21 +100,23 @@ function bodyBytes(body: RequestInit['body']): Buffer | undefined {
   throw new EgressFetchError('not-sent', 'endpoint', 'the request body must be a string or bytes');
 }
 
-/** From here on the request may have been received: every failure is `unknown`. */
+/** From here on the request may have been received: every failure is `unknown` (on a kept connection too). */
 function exchange(
-  socket: tls.TLSSocket,
+  egress: PinnedConnector,
+  connection: PinnedConnection,
   endpoint: Endpoint,
   request: { method: string; headers: Headers; body: Buffer | undefined },
   signal: AbortSignal | undefined,
   maxBytes: number,
 ): Promise<Response> {
+  const { socket } = connection;
   return new Promise<Response>((resolve, reject) => {
     const headers: Record<string, string> = { 'user-agent': 'ets-egress' };
     request.headers.forEach((value, name) => {
       if (!OWN_HEADERS.has(name)) headers[name] = value;
     });
     headers.host = hostHeader(endpoint);
-    headers.connection = 'close';
+    headers.connection = 'keep-alive';
     if (request.body !== undefined) headers['content-length'] = String(request.body.length);
     let answered = false;
     const unknown = (reason: UnknownReason | 'redirect' | 'aborted', message: string, cause?: unknown) => new EgressFetchError('unknown', reason, message, { cause });
@@ -124,9 +138,10 @@ function exchange(
     req.on('response', (res) => {
       answered = true;
       const status = res.statusCode ?? 0;
-      const done = () => {
+      const done = (complete?: http.IncomingMessage) => {
         signal?.removeEventListener('abort', onAbort);
-        socket.destroy();
+        if (complete) egress.afterAnswer(connection, req, complete);
+        else socket.destroy();
       };
       if (status >= 300 && status < 400) {
         done();
@@ -162,7 +177,7 @@ function exchange(
             if (ended) return;
             if (!res.complete) return fail(unknown('reset', `${endpoint.host} closed the connection before the answer was complete`));
             ended = true;
-            done();
+            done(res);
             controller.close();
           });
           res.on('aborted', () => fail(unknown('reset', `${endpoint.host} closed the connection before the answer was complete`)));

@@ -26,7 +26,18 @@ export function parseDnsServers(value: string): string[] {
 
 const isNoData = (e: unknown): boolean => ['ENODATA', 'ENOTFOUND', 'NOTFOUND'].includes((e as { code?: string }).code ?? '');
 
+/** Idle resolvers kept for later calls (see DnsResolver). */
+const MAX_IDLE_RESOLVERS = 32;
+
 export class DnsResolver implements HostResolver {
+  /**
+   * Resolvers (c-ares channels) between calls: making one costs more than the two questions it
+   * asks. Each serves one call at a time, so that cancelling one call cannot cancel another's
+   * queries; one whose call failed or was cancelled is not kept. Nothing is cached: every call
+   * asks the servers again.
+   */
+  private readonly idle: dns.Resolver[] = [];
+
   constructor(private readonly servers?: readonly string[]) {}
 
   async resolve(host: string, signal: AbortSignal): Promise<string[]> {
@@ -34,9 +45,7 @@ export class DnsResolver implements HostResolver {
       const found = await abortable(dns.lookup(host, { all: true, verbatim: true }), signal, () => undefined);
       return found.map((a) => a.address);
     }
-    // One resolver per call, so that cancelling one call cannot cancel another's queries.
-    const resolver = new dns.Resolver({ timeout: 2000, tries: 2 });
-    resolver.setServers([...this.servers]);
+    const resolver = this.idle.pop() ?? this.newResolver(this.servers);
     const query = async (rrtype: 'A' | 'AAAA'): Promise<string[]> => {
       try {
         return rrtype === 'A' ? await resolver.resolve4(host) : await resolver.resolve6(host);
@@ -46,8 +55,16 @@ export class DnsResolver implements HostResolver {
       }
     };
     const [v4, v6] = await abortable(Promise.all([query('A'), query('AAAA')]), signal, () => resolver.cancel());
+    // Both questions answered: nothing of this call is left on the resolver.
+    if (this.idle.length < MAX_IDLE_RESOLVERS) this.idle.push(resolver);
     if (v4.length + v6.length === 0) throw Object.assign(new Error(`${host} has no A or AAAA record`), { code: 'ENOTFOUND' });
     return [...v4, ...v6];
+  }
+
+  private newResolver(servers: readonly string[]): dns.Resolver {
+    const resolver = new dns.Resolver({ timeout: 2000, tries: 2 });
+    resolver.setServers([...servers]);
+    return resolver;
   }
 }
 
