@@ -3,9 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import request from 'supertest';
 import type { PolicyDocument } from '@ets/domain';
-import { apiKeysEnv, bearer, businessCast, businessTransaction, publishPolicy, runCli, sqliteTarget, startTestServer, type TestServer } from '@ets/test-support';
+import { apiKeysEnv, businessCast, holdingPolicy, holdTransfer, publishPolicy, runCli, sqliteTarget, startTestServer, type TestServer } from '@ets/test-support';
 
 /**
  * `ets overrides list|show|approve|reject` against a started server (CONTRACT "Held transactions"):
@@ -24,16 +23,7 @@ const file = (name: string, text: string): string => {
 const bobPem = file('bob.pem', bob.stepUpPrivateKeyPem!);
 const alicePem = file('alice.pem', alice.stepUpPrivateKeyPem!);
 
-const POLICY: PolicyDocument = {
-  name: 'held-cli',
-  policyVersion: '1.0.0',
-  signalsSchema: { amount: { type: 'number' } },
-  approvalScope: { value: 'intent.parameters.amount' },
-  rules: [
-    { id: 'large', when: 'signals.amount > 1000', action: 'approve', requires_override: true, reason: 'Large transfer needs a second look' },
-    { id: 'ok', when: 'true', action: 'approve', reason: 'Within limits' },
-  ],
-};
+const POLICY = holdingPolicy('held-cli') as PolicyDocument;
 
 /** A loopback port nothing listens on (one that was free a moment ago). */
 const closedPort = (): Promise<number> =>
@@ -47,12 +37,7 @@ const closedPort = (): Promise<number> =>
 describe('ets overrides', () => {
   let server: TestServer;
   const as = (key: { raw: string }) => ({ ETS_URL: server.url, ETS_API_KEY: key.raw, SVC_DATA_DIR: dir });
-  const hold = async (amount: number): Promise<string> => {
-    const tx = businessTransaction({ intent: { action: 'sandbox:echo', parameters: { amount } }, policy: { name: POLICY.name, version: '1.0.0' }, signals: { amount } });
-    const res = await request(server.url).post('/execute').set('authorization', bearer(agent)).send(tx);
-    expect(res.status).toBe(202);
-    return tx.businessTransactionId as string;
-  };
+  const hold = (amount: number): Promise<string> => holdTransfer(server.url, agent, POLICY.name, amount);
 
   beforeAll(async () => {
     server = await startTestServer(sqliteTarget, { ...apiKeysEnv(alice, bob, agent), SVC_SANDBOX: 'true' });

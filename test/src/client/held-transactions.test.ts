@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createClient, EtsRequestError, heldTransactions, verifyRecord, type JwksLike } from '@ets/client';
 import type { PolicyDocument } from '@ets/domain';
-import { apiKeysEnv, bearer, businessCast, businessTransaction, publishPolicy, STORAGE_TARGETS, startTestServer, type TestServer } from '@ets/test-support';
+import { apiKeysEnv, businessCast, holdingPolicy, holdTransfer, publishPolicy, STORAGE_TARGETS, startTestServer, type TestServer } from '@ets/test-support';
 import request from 'supertest';
 
 /**
@@ -13,26 +13,12 @@ import request from 'supertest';
  */
 const { alice, bob, agent } = businessCast();
 
-const POLICY: PolicyDocument = {
-  name: 'held-client',
-  policyVersion: '1.0.0',
-  signalsSchema: { amount: { type: 'number' } },
-  approvalScope: { value: 'intent.parameters.amount' },
-  rules: [
-    { id: 'large', when: 'signals.amount > 1000', action: 'approve', requires_override: true, reason: 'Large transfer needs a second look' },
-    { id: 'ok', when: 'true', action: 'approve', reason: 'Within limits' },
-  ],
-};
+const POLICY = holdingPolicy('held-client') as PolicyDocument;
 
 describe.each(STORAGE_TARGETS)('held transactions through @ets/client on $name', (factory) => {
   let server: TestServer;
   const as = (key: { raw: string }) => heldTransactions(createClient({ baseUrl: server.url, apiKey: key.raw }));
-  const hold = async (amount: number): Promise<string> => {
-    const tx = businessTransaction({ intent: { action: 'sandbox:echo', parameters: { amount } }, policy: { name: POLICY.name, version: '1.0.0' }, signals: { amount } });
-    const res = await request(server.url).post('/execute').set('authorization', bearer(agent)).send(tx);
-    expect(res.status).toBe(202);
-    return tx.businessTransactionId as string;
-  };
+  const hold = (amount: number): Promise<string> => holdTransfer(server.url, agent, POLICY.name, amount);
 
   beforeAll(async () => {
     server = await startTestServer(factory, { ...apiKeysEnv(alice, bob, agent), SVC_SANDBOX: 'true' });

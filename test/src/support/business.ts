@@ -3,6 +3,7 @@ import request from 'supertest';
 import { canonicalize, signStepUpPayload, sourceKeyIdOf } from '@ets/adapters-crypto';
 import { bearer, makeKey, type TestKey } from './keys.js';
 import type { TestHandler } from './network.js';
+import { businessTransaction } from './transactions.js';
 
 /** An Ed25519 key pair of a business signal source (or an approver). */
 export interface Ed25519TestKey {
@@ -89,6 +90,29 @@ export function businessCast(): { alice: TestKey; bob: TestKey; agent: TestKey }
     bob: makeKey('bob', { holder: 'USER', stepUp: true }),
     agent: makeKey('agent-7', { holder: 'SERVICE', capabilities: ['*'], tenants: ['t1'] }),
   };
+}
+
+/**
+ * A policy that holds a transfer above 1000 for a human (`requires_override`), its approval scoped
+ * to the amount, and approves the rest: the held transactions' tests use it under their own names.
+ */
+export const holdingPolicy = (name: string) => ({
+  name,
+  policyVersion: '1.0.0',
+  signalsSchema: { amount: { type: 'number' } },
+  approvalScope: { value: 'intent.parameters.amount' },
+  rules: [
+    { id: 'large', when: 'signals.amount > 1000', action: 'approve', requires_override: true, reason: 'Large transfer needs a second look' },
+    { id: 'ok', when: 'true', action: 'approve', reason: 'Within limits' },
+  ],
+});
+
+/** `agent` executes a transfer of `amount` under `policyName` 1.0.0 (a holdingPolicy): held (202); its id. */
+export async function holdTransfer(baseUrl: string, agent: TestKey, policyName: string, amount: number): Promise<string> {
+  const tx = businessTransaction({ intent: { action: 'sandbox:echo', parameters: { amount } }, policy: { name: policyName, version: '1.0.0' }, signals: { amount } });
+  const res = await request(baseUrl).post('/execute').set('authorization', bearer(agent)).send(tx);
+  if (res.status !== 202) throw new Error(`a transfer of ${amount} answered ${res.status}, not 202 (held): ${JSON.stringify(res.body)}`);
+  return tx.businessTransactionId as string;
 }
 
 /** Proposes a change in `area` as `maker` and approves it as `checker`; returns the approved change. */
