@@ -706,7 +706,7 @@ function targets() {
     const ceilingRps = results.find((r) => r.store === store && r.title?.startsWith('ceiling'))?.rps;
     const approve = scenario(store, 'approve');
     if (!ceilingRps && !approve) continue;
-    console.log(`${store.padEnd(8)} approve / ceiling ${pct(approve, ceilingRps)} (target ${store === 'sqlite' ? '60' : '50'} %)`);
+    console.log(`${store.padEnd(8)} approve / ceiling ${pct(approve, ceilingRps)} (target 60 %)`);
     const half = (target) => results.find((r) => r.store === store && r.figure === 'open loop' && r.target.startsWith(target) && r.label.endsWith('% of approve'));
     const [service, ref] = [half('POST'), half('ceiling')];
     if (service && ref) console.log(`${store.padEnd(8)} open loop at ${service.label} (${fmt(service.rate)}/s): p99 ${fmt(service.p99, 1)} ms, the ceiling's ${fmt(ref.p99, 1)} ms: ${fmt(service.p99 / ref.p99, 1)} x`);
