@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseCidr, parseDnsServers, readStdioServersFile, type StdioServerSpec } from '@ets/adapters-connectors';
-import { readWebhookSecret } from '@ets/adapters-crypto';
+// The light entry points: every `ets` command reads the settings (see adapters-connectors' settings.ts).
+import { parseCidr, parseDnsServers, readStdioServersFile, type StdioServerSpec } from '@ets/adapters-connectors/settings';
+import { readWebhookSecret } from '@ets/adapters-crypto/webhook-signer';
 import { readEndpoint } from '@ets/domain';
 
 /**
