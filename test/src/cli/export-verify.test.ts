@@ -207,11 +207,10 @@ describe.each(STORAGE_TARGETS)('ets export and ets verify --all on $name', (fact
 
   it('--threads 2 checks the records on two threads: the same report as one thread, and a changed record in the middle is found with its line', async () => {
     const file = [header, ...lines];
-    const whole = await check('threads.jsonl', file);
+    writeFileSync(path.join(dir, 'threads.jsonl'), file.join('\n') + '\n');
     const [one, two] = await Promise.all([1, 2].map((n) => runCli(['verify', '--all', path.join(dir, 'threads.jsonl'), '--keys', jwksFile, '--threads', String(n)], {})));
     expect(two.code).toBe(0);
     expect(two.stdout).toBe(one.stdout);
-    expect(two.stdout).toBe(whole.stdout);
 
     // A Trust Record past the middle, far from any batch's edge, changed after it was signed.
     const i = file.findIndex((l, n) => n > file.length / 2 + 37 && l.startsWith('{"kind":"execution-trust-record"'));
