@@ -137,14 +137,15 @@ describe.each(STORAGE_TARGETS)('ets export and ets verify --all on $name', (fact
     expect(verified.code).toBe(0);
   }, 180_000);
 
-  it('a line removed, of any kind, is NOT VALID (exit 1), and the first failure names the missing leaf', async () => {
+  /** Leaves `first..last` of the export with the header of a period export that holds them (the whole file takes long to verify). */
+  const periodRun = (first: number, last: number) => {
     const h = (JSON.parse(header) as Header).export;
-    /** The run of 201 leaves around `leaf`, with the header of a period export that holds it (the whole file takes long to verify). */
-    const runAround = (leaf: number) => {
-      const first = Math.max(0, leaf - 100);
-      const last = Math.min(lines.length - 1, leaf + 100);
-      return [JSON.stringify({ export: { ...h, period: { since: '2026-01-01T00:00:00.000Z' }, leaves: { first, last } } }), ...lines.slice(first, last + 1)];
-    };
+    return [JSON.stringify({ export: { ...h, period: { since: '2026-01-01T00:00:00.000Z' }, leaves: { first, last } } }), ...lines.slice(first, last + 1)];
+  };
+
+  it('a line removed, of any kind, is NOT VALID (exit 1), and the first failure names the missing leaf', async () => {
+    /** The run of 201 leaves around `leaf`. */
+    const runAround = (leaf: number) => periodRun(Math.max(0, leaf - 100), Math.min(lines.length - 1, leaf + 100));
     expect((await check('run.jsonl', runAround(5000))).code).toBe(0);
     for (const kind of ['execution-trust-record', 'execution-intent', 'refusal-record', 'verification', 'receipt', 'audit-event', 'runtime-manifest']) {
       // The last record of that kind (leaf 0 for the runtime manifest).
@@ -161,7 +162,8 @@ describe.each(STORAGE_TARGETS)('ets export and ets verify --all on $name', (fact
   }, 180_000);
 
   it('a repeated, moved, changed, mislabelled or foreign line is NOT VALID', async () => {
-    const file = [header, ...lines];
+    // The first 1,000 leaves as a period export: the same checks as the whole file's, a tenth of the work.
+    const file = periodRun(0, 999);
     // The audit's case: line 500 removed and line 600 repeated, so the count of lines is right.
     // (Line n holds leaf n - 2: line 1 is the header.)
     const repeated = [...file.slice(0, 499), ...file.slice(500, 600), file[599]!, ...file.slice(600)];
@@ -200,7 +202,7 @@ describe.each(STORAGE_TARGETS)('ets export and ets verify --all on $name', (fact
     expect(foreign.stdout).toMatch(/first failure: line 201 [^\n]*\n {2}leaf: the proof is to another checkpoint than the export's[^\n]*\n {2}leaf: the line is leaf \d+, outside the export's run/);
 
     // No header: a file of records alone proves no run.
-    const headless = await check('headless.jsonl', lines);
+    const headless = await check('headless.jsonl', file.slice(1));
     expect(headless.code).toBe(1);
     expect(headless.stdout).toContain('first failure: line 1 (the header):');
   }, 240_000);
