@@ -23,9 +23,10 @@ const lookAlike = fc.constantFrom(...LOOK_ALIKE_CHARS);
 /** A valid name with one or more look-alike characters put in at the start, inside or at the end. */
 const spoiled = (valid: string) =>
   fc.tuple(fc.array(fc.tuple(fc.nat({ max: valid.length }), lookAlike), { minLength: 1, maxLength: 3 }), fc.boolean()).map(([inserts, replace]) => {
-    let s = valid;
-    for (const [at, ch] of inserts) s = replace && at < s.length ? s.slice(0, at) + ch + s.slice(at + 1) : s.slice(0, at) + ch + s.slice(at);
-    return s;
+    // By code point: a second insert must not split the surrogate pair a first one put in.
+    const s = [...valid];
+    for (const [at, ch] of inserts) s.splice(Math.min(at, s.length), replace && at < s.length ? 1 : 0, ch);
+    return s.join('');
   });
 /** Any text holding at least one character outside visible ASCII. */
 const encodable = (s: string): boolean => {
