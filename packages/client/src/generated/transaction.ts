@@ -4482,6 +4482,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["AuthFailureLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
